@@ -1,0 +1,111 @@
+"""The app's settings: one ``COGITATOR_MEMORY`` dict in the project's settings.
+
+``memory_settings.NAME`` reads ``settings.COGITATOR_MEMORY["NAME"]`` lazily, falling back
+to ``DEFAULTS``. Sections (dict values in ``DEFAULTS``, such as ``LLM``) merge one level
+deep: a project that sets ``{"LLM": {"PROVIDER": "openai"}}`` keeps the other ``LLM``
+defaults. Unknown names raise ``AttributeError`` here and are reported at start-up by the
+system check ``cogitator_memory.E001``. The cache is dropped when ``override_settings``
+changes ``COGITATOR_MEMORY``, so tests can change settings per test.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+SETTINGS_NAME = "COGITATOR_MEMORY"
+
+DEFAULTS: dict[str, Any] = {
+    # Prefix of generated thread ids. Change it only before the first thread is written:
+    # ids already stored keep their old prefix.
+    "THREAD_ID_PREFIX": "thread_",
+    # Prefix of generated entry ids.
+    "ENTRY_ID_PREFIX": "entry_",
+    # Page size of list_threads when the caller gives no limit.
+    "LIST_THREADS_DEFAULT_LIMIT": 50,
+    # Largest page list_threads returns; a larger limit is refused, so one call cannot
+    # read a whole tenant's threads at once.
+    "LIST_THREADS_MAX_LIMIT": 500,
+    # Characters per token of the token estimate (tokens.py). 4 fits English text; lower
+    # it for languages whose words are short in characters but long in tokens.
+    "CHARS_PER_TOKEN": 4,
+    # Entries read per step when get_path walks a branch toward its root. A bigger step
+    # makes fewer queries on branches full of event entries; each step costs one query.
+    "PATH_WALK_STEP": 256,
+    # The model the between-runs work uses (extraction, compaction, upkeep). None turns
+    # model-backed work off; it then reports that it is off instead of failing.
+    "LLM": {
+        "PROVIDER": None,
+        "MODEL": None,
+        "API_KEY": None,
+        "BASE_URL": None,
+        "TIMEOUT": 60.0,
+    },
+    # The embedding service of recall and search. None means recall searches without
+    # vectors, as the specification allows.
+    "EMBEDDINGS": {
+        "PROVIDER": None,
+        "MODEL": None,
+        "DIMENSIONS": None,
+        "API_KEY": None,
+        "BASE_URL": None,
+        "TIMEOUT": 30.0,
+    },
+}
+
+# Expected type of each top-level setting, checked by cogitator_memory.E002.
+SETTING_TYPES: dict[str, type | tuple[type, ...]] = {
+    "THREAD_ID_PREFIX": str,
+    "ENTRY_ID_PREFIX": str,
+    "LIST_THREADS_DEFAULT_LIMIT": int,
+    "LIST_THREADS_MAX_LIMIT": int,
+    "CHARS_PER_TOKEN": (int, float),
+    "PATH_WALK_STEP": int,
+    "LLM": dict,
+    "EMBEDDINGS": dict,
+}
+
+
+def user_settings() -> dict[str, Any]:
+    """The project's ``COGITATOR_MEMORY`` dict as written, or an empty dict."""
+    value = getattr(settings, SETTINGS_NAME, None)
+    return value if isinstance(value, dict) else {}
+
+
+class MemorySettings:
+    """Lazy, cached view of ``COGITATOR_MEMORY`` over ``DEFAULTS``."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name not in DEFAULTS:
+            raise AttributeError(f"Unknown COGITATOR_MEMORY setting: {name!r}")
+        if name not in self._cache:
+            self._cache[name] = self._resolve(name)
+        return self._cache[name]
+
+    def _resolve(self, name: str) -> Any:
+        default = DEFAULTS[name]
+        given = user_settings().get(name, default)
+        if isinstance(default, dict) and isinstance(given, dict):
+            merged = copy.deepcopy(default)
+            merged.update(given)
+            return merged
+        return copy.deepcopy(given)
+
+    def reload(self) -> None:
+        self._cache.clear()
+
+
+memory_settings = MemorySettings()
+
+
+@receiver(setting_changed, dispatch_uid="cogitator_memory.conf.reload")
+def _reload_on_change(*, setting: str, **kwargs: Any) -> None:
+    if setting == SETTINGS_NAME:
+        memory_settings.reload()

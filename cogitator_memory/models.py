@@ -1,0 +1,5 @@
+"""Every model of the app, re-exported so Django finds them and callers import one place."""
+
+from cogitator_memory.threads.models import Entry, EntryType, Role, Thread
+
+__all__ = ["Entry", "EntryType", "Role", "Thread"]

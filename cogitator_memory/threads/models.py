@@ -1,0 +1,217 @@
+"""Threads and their entries, kept as trees."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import models
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from cogitator_memory.conf import memory_settings
+from cogitator_memory.exceptions import PartialEntryNotSaveable
+from cogitator_memory.threads.querysets import EntryQuerySet, ThreadQuerySet
+
+# Keys the store writes into metadata; camelCase, as other stores of the same data do.
+FORK_OF_KEY = "forkOf"
+FORKED_FROM_KEY = "forkedFrom"
+FORKS_KEY = "memoryForks"
+PAUSED_RUN_KEY = "pausedRun"
+REDACTED_KEY = "redacted"
+
+REDACTED_TEXT = "[redacted]"
+
+
+def new_thread_id() -> str:
+    return f"{memory_settings.THREAD_ID_PREFIX}{uuid.uuid4().hex}"
+
+
+def new_entry_id() -> str:
+    return f"{memory_settings.ENTRY_ID_PREFIX}{uuid.uuid4().hex}"
+
+
+class EntryType(models.TextChoices):
+    MESSAGE = "message", _("message")
+    TOOL_RESULT = "tool_result", _("tool result")
+    MODEL_CHANGE = "model_change", _("model change")
+    COMPACTION = "compaction", _("compaction")
+    APPROVAL = "approval", _("approval")
+    INTERRUPT = "interrupt", _("interrupt")
+    LABEL = "label", _("label")
+    CUSTOM = "custom", _("custom")
+
+
+# Entries a model is sent as they are; the others are session events with a payload.
+CONVERSATION_TYPES = frozenset({EntryType.MESSAGE.value, EntryType.TOOL_RESULT.value})
+EVENT_TYPES = frozenset(choice.value for choice in EntryType) - CONVERSATION_TYPES
+
+
+class Role(models.TextChoices):
+    SYSTEM = "system", _("system")
+    USER = "user", _("user")
+    ASSISTANT = "assistant", _("assistant")
+    TOOL = "tool", _("tool")
+
+
+class Thread(models.Model):
+    id = models.CharField(
+        _("id"), primary_key=True, max_length=255, default=new_thread_id, editable=False
+    )
+    agent_id = models.CharField(_("agent id"), max_length=255, help_text=_("The agent the thread belongs to."))
+    metadata = models.JSONField(_("metadata"), default=dict, blank=True)
+    active_leaf = models.ForeignKey(
+        "cogitator_memory.Entry",
+        verbose_name=_("active leaf"),
+        null=True,
+        blank=True,
+        # Entries are removed by the thread services, which move the leaf first; the
+        # constraint (deferred to commit) catches any other path that forgets to.
+        on_delete=models.DO_NOTHING,
+        related_name="+",
+        help_text=_("The entry the active branch ends at."),
+    )
+    next_seq = models.PositiveBigIntegerField(
+        _("last sequence number"),
+        default=0,
+        editable=False,
+        help_text=_("The seq of the last entry added; the next one gets this plus one."),
+    )
+    created_at = models.DateTimeField(_("created at"), default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(
+        _("updated at"),
+        default=timezone.now,
+        help_text=_("Changes when the thread is created or its metadata is updated."),
+    )
+
+    objects = ThreadQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("thread")
+        verbose_name_plural = _("threads")
+        indexes = [
+            models.Index(
+                fields=["agent_id", "-updated_at", "-id"], name="cm_thread_agent_updated"
+            ),
+            models.Index(fields=["-updated_at", "-id"], name="cm_thread_updated"),
+        ]
+
+    def __str__(self) -> str:
+        return self.id
+
+    def as_dict(self) -> dict[str, Any]:
+        """The thread as plain data; keys never set are absent."""
+        return {
+            "id": self.id,
+            "agent_id": self.agent_id,
+            "metadata": dict(self.metadata or {}),
+            "active_leaf_id": self.active_leaf_id,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
+
+
+class Entry(models.Model):
+    id = models.CharField(
+        _("id"), primary_key=True, max_length=64, default=new_entry_id, editable=False
+    )
+    thread = models.ForeignKey(
+        Thread, verbose_name=_("thread"), on_delete=models.CASCADE, related_name="entries"
+    )
+    parent = models.ForeignKey(
+        "self",
+        verbose_name=_("parent"),
+        null=True,
+        blank=True,
+        # Deleting an entry splices it out (its children move to its parent), which the
+        # services do; a plain delete of an entry with children fails at commit instead
+        # of silently cutting a branch off.
+        on_delete=models.DO_NOTHING,
+        related_name="children",
+    )
+    seq = models.PositiveBigIntegerField(
+        _("sequence"), help_text=_("Order of insertion within the thread, from 1, no gaps.")
+    )
+    type = models.CharField(
+        _("type"), max_length=20, choices=EntryType.choices, default=EntryType.MESSAGE
+    )
+    role = models.CharField(_("role"), max_length=20, choices=Role.choices, null=True, blank=True)
+    content = models.JSONField(
+        _("content"), null=True, blank=True, help_text=_("A text, or a list of content parts.")
+    )
+    name = models.CharField(_("name"), max_length=255, null=True, blank=True)
+    tool_call_id = models.CharField(_("tool call id"), max_length=255, null=True, blank=True)
+    tool_calls = models.JSONField(_("tool calls"), null=True, blank=True)
+    tool_results = models.JSONField(_("tool results"), null=True, blank=True)
+    event = models.JSONField(
+        _("event"), null=True, blank=True, help_text=_("The payload of a session event.")
+    )
+    metadata = models.JSONField(_("metadata"), null=True, blank=True)
+    token_count = models.PositiveIntegerField(_("token count"), default=0)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now)
+    redaction = models.JSONField(
+        _("redaction"),
+        null=True,
+        blank=True,
+        help_text=_("When and why the entry was redacted; empty if it never was."),
+    )
+
+    objects = EntryQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("entry")
+        verbose_name_plural = _("entries")
+        constraints = [
+            models.UniqueConstraint(fields=["thread", "seq"], name="cm_entry_thread_seq"),
+            models.CheckConstraint(
+                condition=models.Q(type__in=[choice.value for choice in EntryType]),
+                name="cm_entry_type_known",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["thread", "created_at", "seq"], name="cm_entry_thread_time"),
+        ]
+
+    def __str__(self) -> str:
+        return self.id
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if getattr(self, "_tool_fields_stripped", False):
+            raise PartialEntryNotSaveable(
+                f"Entry {self.id!r} was read without its tool calls; saving it would erase "
+                "them. Read it with include_tool_calls=True to change it."
+            )
+        super().save(*args, **kwargs)
+
+    @property
+    def is_event(self) -> bool:
+        return self.type in EVENT_TYPES
+
+    @property
+    def is_redacted(self) -> bool:
+        return self.redaction is not None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The entry as plain data: fields never set are absent, not None."""
+        data: dict[str, Any] = {
+            "id": self.id,
+            "thread_id": self.thread_id,
+            "parent_id": self.parent_id,
+            "seq": self.seq,
+            "type": self.type,
+            "token_count": self.token_count,
+            "created_at": self.created_at,
+        }
+        optional = {
+            "role": self.role,
+            "content": self.content,
+            "name": self.name,
+            "tool_call_id": self.tool_call_id,
+            "tool_calls": self.tool_calls,
+            "tool_results": self.tool_results,
+            "event": self.event,
+            "metadata": self.metadata,
+            "redaction": self.redaction,
+        }
+        data.update({key: value for key, value in optional.items() if value is not None})
+        return data

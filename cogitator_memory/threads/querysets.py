@@ -1,0 +1,42 @@
+"""Named filters of threads and entries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from django.db import models
+
+if TYPE_CHECKING:
+    from cogitator_memory.threads.models import Entry, Thread  # noqa: F401
+
+
+class ThreadQuerySet(models.QuerySet["Thread"]):
+    def for_agents(self, agent_ids: Iterable[str]) -> ThreadQuerySet:
+        """Threads of any of these agents."""
+        return self.filter(agent_id__in=list(agent_ids))
+
+    def newest_first(self) -> ThreadQuerySet:
+        """Most recently updated first; ties broken by id, so paging is stable."""
+        return self.order_by("-updated_at", "-id")
+
+
+class EntryQuerySet(models.QuerySet["Entry"]):
+    def of_thread(self, thread_id: str) -> EntryQuerySet:
+        """Entries of one thread, every branch."""
+        return self.filter(thread_id=thread_id)
+
+    def of_types(self, types: Iterable[str] | None) -> EntryQuerySet:
+        """Entries of these types; None means message and tool_result only."""
+        from cogitator_memory.threads.models import CONVERSATION_TYPES
+
+        return self.filter(type__in=sorted(CONVERSATION_TYPES if types is None else types))
+
+    def in_time_order(self) -> EntryQuerySet:
+        """Oldest first; entries of one created_at keep their order of insertion."""
+        return self.order_by("created_at", "seq")
+
+    def redacted(self) -> EntryQuerySet:
+        """Entries whose text was redacted."""
+        return self.filter(redaction__isnull=False)
+

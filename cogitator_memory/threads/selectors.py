@@ -1,0 +1,284 @@
+"""Reads of threads and entries."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from django.db.models import Q, Value
+from django.db.models.fields.json import KeyTransform
+
+from django.utils.dateparse import parse_datetime
+
+from cogitator_memory.conf import memory_settings
+from cogitator_memory.exceptions import EntryNotInThread, InvalidInput, ThreadNotFound
+from cogitator_memory.threads.json_types import JsonTypeOf, json_type_names
+from cogitator_memory.threads.models import Entry, EntryType, Thread
+from cogitator_memory.threads.paths import walk_up
+from cogitator_memory.threads.querysets import EntryQuerySet
+
+__all__ = [
+    "ThreadPage",
+    "get_entries",
+    "get_entry",
+    "get_path",
+    "get_thread",
+    "list_threads",
+]
+
+TypesArg = Iterable[str] | Literal["all"] | None
+
+
+@dataclass(frozen=True)
+class ThreadPage:
+    """One page of ``list_threads``; pass ``next_cursor`` back for the next page."""
+
+    threads: list[Thread] = field(default_factory=list)
+    next_cursor: str | None = None
+
+
+def get_thread(thread_id: str) -> Thread | None:
+    """The thread with this id, or None."""
+    if not isinstance(thread_id, str):
+        return None
+    return Thread.objects.filter(pk=thread_id).first()
+
+
+def _encode_cursor(thread: Thread) -> str:
+    raw = json.dumps([thread.updated_at.isoformat(), thread.pk]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        updated_at_text, thread_id = json.loads(base64.urlsafe_b64decode(padded))
+        updated_at = parse_datetime(updated_at_text)
+        if updated_at is None or not isinstance(thread_id, str):
+            raise ValueError("bad cursor fields")
+    except (ValueError, TypeError, binascii.Error, json.JSONDecodeError) as exc:
+        raise InvalidInput({"cursor": "This cursor was not made by list_threads."}) from exc
+    return updated_at, thread_id
+
+
+def _metadata_filter(metadata: dict[str, Any]) -> tuple[dict[str, Any], Q]:
+    """Aliases and a condition matching threads whose metadata holds each key with an
+    equal value of the same JSON type (1 matches neither "1" nor true)."""
+    aliases: dict[str, Any] = {}
+    condition = Q()
+    for index, (key, value) in enumerate(metadata.items()):
+        if not isinstance(key, str) or not key:
+            raise InvalidInput({"metadata": "Metadata filter keys must be non-empty texts."})
+        if isinstance(value, dict | list):
+            raise InvalidInput(
+                {"metadata": f"Filter value of {key!r} must be a text, number, boolean or null."}
+            )
+        type_alias = f"_meta_type_{index}"
+        aliases[type_alias] = JsonTypeOf("metadata", key)
+        condition &= Q(**{f"{type_alias}__in": json_type_names(value)})
+        if value is not None and not isinstance(value, bool):
+            value_alias = f"_meta_value_{index}"
+            aliases[value_alias] = KeyTransform(key, "metadata")
+            condition &= Q(**{value_alias: Value(value, output_field=Thread.metadata.field)})
+        elif isinstance(value, bool):
+            # The type name already tells true from false.
+            pass
+    return aliases, condition
+
+
+def list_threads(
+    *,
+    agent_id: str | None = None,
+    agent_ids: Sequence[str] | None = None,
+    metadata: dict[str, Any] | None = None,
+    updated_after: datetime | None = None,
+    updated_before: datetime | None = None,
+    limit: int | None = None,
+    cursor: str | None = None,
+) -> ThreadPage:
+    """Threads, the most recently updated first, a page at a time.
+
+    Filters: one agent or several, metadata values (compared by value and JSON type),
+    and ``updated_at`` strictly after / before a moment. Raises ``InvalidInput`` for a
+    bad limit, filter or cursor.
+    """
+    max_limit = memory_settings.LIST_THREADS_MAX_LIMIT
+    if limit is None:
+        limit = memory_settings.LIST_THREADS_DEFAULT_LIMIT
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= max_limit:
+        raise InvalidInput({"limit": f"limit must be a whole number from 1 to {max_limit}."})
+    if metadata is not None and not isinstance(metadata, dict):
+        raise InvalidInput({"metadata": "The metadata filter must be an object."})
+    for name, moment in (("updated_after", updated_after), ("updated_before", updated_before)):
+        if moment is not None and (not isinstance(moment, datetime) or moment.tzinfo is None):
+            raise InvalidInput({name: f"{name} must be a datetime with a time zone."})
+
+    threads = Thread.objects.newest_first()
+    if agent_id is not None:
+        threads = threads.filter(agent_id=agent_id)
+    if agent_ids is not None:
+        threads = threads.for_agents(agent_ids)
+    if metadata:
+        aliases, condition = _metadata_filter(metadata)
+        threads = threads.alias(**aliases).filter(condition)
+    if updated_after is not None:
+        threads = threads.filter(updated_at__gt=updated_after)
+    if updated_before is not None:
+        threads = threads.filter(updated_at__lt=updated_before)
+    if cursor:
+        last_updated_at, last_id = _decode_cursor(cursor)
+        threads = threads.filter(
+            Q(updated_at__lt=last_updated_at) | Q(updated_at=last_updated_at, id__lt=last_id)
+        )
+    rows = list(threads[: limit + 1])
+    if len(rows) > limit:
+        return ThreadPage(threads=rows[:limit], next_cursor=_encode_cursor(rows[limit - 1]))
+    return ThreadPage(threads=rows)
+
+
+def _resolve_types(types: TypesArg) -> list[str] | None:
+    """None for every type, else the list asked for (message and tool_result by default)."""
+    if types == "all":
+        return None
+    if types is None:
+        return [EntryType.MESSAGE.value, EntryType.TOOL_RESULT.value]
+    if isinstance(types, str):
+        types = [types]
+    resolved = [str(t) for t in types]
+    known = {choice.value for choice in EntryType}
+    unknown = [t for t in resolved if t not in known]
+    if unknown:
+        raise InvalidInput(
+            {"types": f"Unknown entry types: {', '.join(unknown)}; expected 'all' or of {', '.join(sorted(known))}."}
+        )
+    return resolved
+
+
+def _strip_tool_fields(entries: list[Entry]) -> list[Entry]:
+    for entry in entries:
+        entry.tool_calls = None
+        entry.tool_results = None
+        # The instance no longer mirrors its row; Entry.save refuses it.
+        entry._tool_fields_stripped = True  # type: ignore[attr-defined]
+    return entries
+
+
+def _check_limit(limit: int | None) -> int:
+    if limit is None:
+        return 0
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise InvalidInput({"limit": "limit must be a whole number of 0 or more (0 for all)."})
+    return limit
+
+
+def _require_thread(thread_id: str) -> Thread:
+    thread = get_thread(thread_id)
+    if thread is None:
+        raise ThreadNotFound(str(thread_id))
+    return thread
+
+
+def get_entries(
+    thread_id: str,
+    *,
+    types: TypesArg = None,
+    limit: int | None = None,
+    before: datetime | None = None,
+    after: datetime | None = None,
+    include_tool_calls: bool = False,
+) -> list[Entry]:
+    """Entries of every branch of a thread, oldest first.
+
+    Only message and tool_result entries unless ``types`` asks for more (``"all"`` or a
+    list). ``limit`` keeps the newest ``limit`` (0 or None for all); ``before`` and
+    ``after`` bound ``created_at`` strictly. Without ``include_tool_calls`` the entries
+    come without their tool calls and tool results. Raises ``ThreadNotFound`` and
+    ``InvalidInput``.
+    """
+    limit = _check_limit(limit)
+    resolved_types = _resolve_types(types)
+    _require_thread(thread_id)
+    entries: EntryQuerySet = Entry.objects.of_thread(thread_id)
+    if resolved_types is not None:
+        entries = entries.of_types(resolved_types)
+    if before is not None:
+        entries = entries.filter(created_at__lt=before)
+    if after is not None:
+        entries = entries.filter(created_at__gt=after)
+    if limit:
+        rows = list(entries.order_by("-created_at", "-seq")[:limit])
+        rows.reverse()
+    else:
+        rows = list(entries.in_time_order())
+    return rows if include_tool_calls else _strip_tool_fields(rows)
+
+
+def get_entry(entry_id: str) -> Entry | None:
+    """The entry with this id, or None."""
+    if not isinstance(entry_id, str):
+        return None
+    return Entry.objects.filter(pk=entry_id).first()
+
+
+def get_path(
+    thread_id: str,
+    *,
+    leaf_id: str | None = None,
+    limit: int | None = None,
+    before: str | None = None,
+    types: TypesArg = None,
+    include_tool_calls: bool = False,
+) -> list[Entry]:
+    """One branch, oldest first: the newest ``limit`` entries (0 or None for all) of the
+    branch ending at ``leaf_id`` (the active leaf by default).
+
+    ``before`` (an entry id) pages back: only entries older on the branch than it. The
+    walk reads only as many entries as it returns (plus the events it skips), never the
+    rest of the thread. Raises ``ThreadNotFound``, ``EntryNotInThread`` and
+    ``InvalidInput``.
+    """
+    limit = _check_limit(limit)
+    resolved_types = _resolve_types(types)
+    thread = _require_thread(thread_id)
+    if leaf_id is not None:
+        start: str | None = _entry_of_thread(leaf_id, thread_id, "leaf_id").pk
+    else:
+        start = thread.active_leaf_id
+    if before is not None:
+        start = _entry_of_thread(before, thread_id, "before").parent_id
+
+    wanted = set(resolved_types) if resolved_types is not None else None
+    max_step = memory_settings.PATH_WALK_STEP
+    step = min(max_step, max(limit + 8, 32)) if limit else max_step
+    found: list[Entry] = []
+    while start is not None and (not limit or len(found) < limit):
+        chunk = walk_up(start, step)
+        if not chunk:
+            break
+        for entry in chunk:
+            if wanted is None or entry.type in wanted:
+                found.append(entry)
+                if limit and len(found) == limit:
+                    break
+        start = chunk[-1].parent_id
+        step = min(max_step, step * 2)
+    found.reverse()
+    return found if include_tool_calls else _strip_tool_fields(found)
+
+
+def _entry_of_thread(entry_id: Any, thread_id: str, field_name: str) -> Entry:
+    entry = (
+        Entry.objects.filter(pk=entry_id, thread_id=thread_id).only("id", "parent_id").first()
+        if isinstance(entry_id, str)
+        else None
+    )
+    if entry is None:
+        raise EntryNotInThread(str(entry_id), thread_id, field=field_name)
+    return entry
+
+

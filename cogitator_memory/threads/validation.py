@@ -1,0 +1,149 @@
+"""Checks of the fields of new threads and entries, before anything is written."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from typing import Any
+
+from cogitator_memory.exceptions import InvalidEntry, InvalidInput
+from cogitator_memory.threads.models import CONVERSATION_TYPES, EVENT_TYPES, EntryType, Role
+
+THREAD_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,254}$")
+KNOWN_TYPES = [choice.value for choice in EntryType]
+KNOWN_ROLES = [choice.value for choice in Role]
+
+
+def validate_thread_id(thread_id: Any, *, field: str = "thread_id") -> str:
+    if not isinstance(thread_id, str) or not THREAD_ID_PATTERN.match(thread_id):
+        raise InvalidInput(
+            {
+                field: "A thread id is 1 to 255 characters: letters, digits and _ . : @ -, "
+                "starting with a letter or digit."
+            }
+        )
+    return thread_id
+
+
+def validate_agent_id(agent_id: Any) -> str:
+    if not isinstance(agent_id, str) or not agent_id.strip() or len(agent_id) > 255:
+        raise InvalidInput({"agent_id": "An agent id is a non-empty text of at most 255 characters."})
+    return agent_id
+
+
+def validate_metadata(metadata: Any, *, field: str = "metadata") -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise InvalidInput({field: f"Metadata must be an object, not {type(metadata).__name__}."})
+    if not all(isinstance(key, str) for key in metadata):
+        raise InvalidInput({field: "Metadata keys must be texts."})
+    _require_json(metadata, field, InvalidInput)
+    # A deep copy through JSON: the caller's dict and the stored one never share state.
+    copied: dict[str, Any] = json.loads(json.dumps(metadata))
+    return copied
+
+
+def _require_json(value: Any, field: str, error: type[InvalidInput]) -> None:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise error({field: f"Must be JSON data: {exc}."}) from exc
+
+
+def _check_tool_calls(tool_calls: Any, errors: dict[str, list[str]]) -> None:
+    if tool_calls is None:
+        return
+    if not isinstance(tool_calls, list):
+        errors.setdefault("tool_calls", []).append("Tool calls must be a list.")
+        return
+    for index, call in enumerate(tool_calls):
+        if not isinstance(call, dict):
+            errors.setdefault("tool_calls", []).append(f"Tool call {index} must be an object.")
+            continue
+        for key in ("id", "name"):
+            if not isinstance(call.get(key), str) or not call.get(key):
+                errors.setdefault("tool_calls", []).append(
+                    f"Tool call {index} needs a non-empty text {key!r}."
+                )
+
+
+def _check_tool_results(tool_results: Any, errors: dict[str, list[str]]) -> None:
+    if tool_results is None:
+        return
+    if not isinstance(tool_results, list) or not all(isinstance(r, dict) for r in tool_results):
+        errors.setdefault("tool_results", []).append("Tool results must be a list of objects.")
+
+
+def validate_entry_fields(
+    *,
+    type: Any,
+    role: Any,
+    content: Any,
+    name: Any,
+    tool_call_id: Any,
+    tool_calls: Any,
+    tool_results: Any,
+    event: Any,
+    metadata: Any,
+    token_count: Any,
+    created_at: Any,
+) -> None:
+    """Raise ``InvalidEntry`` with every field error of a new entry, or return."""
+    errors: dict[str, list[str]] = {}
+
+    def add(field: str, message: str) -> None:
+        errors.setdefault(field, []).append(message)
+
+    if type not in KNOWN_TYPES:
+        add("type", f"Unknown entry type {type!r}; expected one of {', '.join(KNOWN_TYPES)}.")
+    if role is not None and role not in KNOWN_ROLES:
+        add("role", f"Unknown role {role!r}; expected one of {', '.join(KNOWN_ROLES)}.")
+    if content is not None and not isinstance(content, str | list):
+        add("content", "Content must be a text or a list of content parts.")
+    if name is not None and (not isinstance(name, str) or len(name) > 255):
+        add("name", "A name is a text of at most 255 characters.")
+    if tool_call_id is not None and (not isinstance(tool_call_id, str) or len(tool_call_id) > 255):
+        add("tool_call_id", "A tool call id is a text of at most 255 characters.")
+    _check_tool_calls(tool_calls, errors)
+    _check_tool_results(tool_results, errors)
+    if metadata is not None and not isinstance(metadata, dict):
+        add("metadata", "Metadata must be an object.")
+    if token_count is not None and (
+        isinstance(token_count, bool) or not isinstance(token_count, int) or token_count < 0
+    ):
+        add("token_count", "A token count is a whole number of 0 or more.")
+    if created_at is not None and (
+        not isinstance(created_at, datetime) or created_at.tzinfo is None
+    ):
+        add("created_at", "created_at must be a datetime with a time zone.")
+
+    if type == EntryType.MESSAGE:
+        if role is None:
+            add("role", "A message needs a role.")
+        if content is None and not tool_calls:
+            add("content", "A message needs content or tool calls.")
+    elif type == EntryType.TOOL_RESULT:
+        if content is None and not tool_results:
+            add("content", "A tool result needs content or tool results.")
+    elif type in EVENT_TYPES:
+        if not isinstance(event, dict):
+            add("event", f"A {type} entry is a session event and needs an event object.")
+    if type in CONVERSATION_TYPES and event is not None:
+        add("event", f"Only session events carry an event payload, not {type} entries.")
+
+    for field, value in (
+        ("content", content),
+        ("tool_calls", tool_calls),
+        ("tool_results", tool_results),
+        ("event", event),
+        ("metadata", metadata),
+    ):
+        if value is not None and field not in errors:
+            try:
+                json.dumps(value, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                add(field, f"Must be JSON data: {exc}.")
+    if errors:
+        raise InvalidEntry(errors)
