@@ -46,7 +46,7 @@ def check_memory_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckM
             )
             continue
         default = DEFAULTS[name]
-        if isinstance(default, dict):
+        if isinstance(default, dict) and isinstance(given, dict):
             for key in given:
                 if key not in default:
                     errors.append(

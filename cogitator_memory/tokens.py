@@ -27,13 +27,13 @@ IMAGE_TILE_TOKENS = 170
 UNKNOWN_IMAGE_SIZE = (1024, 1024)
 
 __all__ = [
-    "count_tokens",
     "count_content_tokens",
+    "count_entry_tokens",
     "count_image_tokens",
     "count_message_tokens",
     "count_messages_tokens",
+    "count_tokens",
     "count_tool_calls_tokens",
-    "count_entry_tokens",
     "truncate_to_tokens",
 ]
 
@@ -58,10 +58,10 @@ def count_image_tokens(
     if not width or not height:
         width, height = UNKNOWN_IMAGE_SIZE
     scale = min(1.0, 2048 / max(width, height))
-    width, height = width * scale, height * scale
-    scale = min(1.0, 768 / min(width, height))
-    width, height = width * scale, height * scale
-    tiles = math.ceil(width / 512) * math.ceil(height / 512)
+    w, h = width * scale, height * scale
+    scale = min(1.0, 768 / min(w, h))
+    w, h = w * scale, h * scale
+    tiles = math.ceil(w / 512) * math.ceil(h / 512)
     return IMAGE_LOW_DETAIL_TOKENS + IMAGE_TILE_TOKENS * tiles
 
 

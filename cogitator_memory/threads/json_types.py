@@ -54,25 +54,31 @@ class JsonTypeOf(Func):
         super().__init__(F(field))
 
     def as_sql(
-        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
-    ) -> tuple[str, list[Any]]:
+        self,
+        compiler: SQLCompiler,
+        connection: BaseDatabaseWrapper,
+        function: str | None = None,
+        template: str | None = None,
+        arg_joiner: str | None = None,
+        **extra_context: Any,
+    ) -> tuple[str, tuple[Any, ...]]:
         raise NotSupportedError(
             f"Metadata filters support PostgreSQL and SQLite, not {connection.vendor}."
         )
 
     def as_postgresql(
         self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
-    ) -> tuple[str, list[Any]]:
+    ) -> tuple[str, tuple[Any, ...]]:
         column, params = compiler.compile(self.source_expressions[0])
         sql = (
             f"CASE jsonb_typeof({column} -> %s) WHEN 'boolean' THEN ({column} ->> %s)"
             f" ELSE jsonb_typeof({column} -> %s) END"
         )
-        return sql, [*params, self.key, *params, self.key, *params, self.key]
+        return sql, (*params, self.key, *params, self.key, *params, self.key)
 
     def as_sqlite(
         self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
-    ) -> tuple[str, list[Any]]:
+    ) -> tuple[str, tuple[Any, ...]]:
         column, params = compiler.compile(self.source_expressions[0])
         path = "$." + json.dumps(self.key)
         sql = (
@@ -80,4 +86,4 @@ class JsonTypeOf(Func):
             f" WHEN 'real' THEN 'number' WHEN 'text' THEN 'string'"
             f" ELSE json_type({column}, %s) END"
         )
-        return sql, [*params, path, *params, path]
+        return sql, (*params, path, *params, path)

@@ -58,7 +58,9 @@ class Thread(models.Model):
     id = models.CharField(
         _("id"), primary_key=True, max_length=255, default=new_thread_id, editable=False
     )
-    agent_id = models.CharField(_("agent id"), max_length=255, help_text=_("The agent the thread belongs to."))
+    agent_id = models.CharField(
+        _("agent id"), max_length=255, help_text=_("The agent the thread belongs to.")
+    )
     metadata = models.JSONField(_("metadata"), default=dict, blank=True)
     active_leaf = models.ForeignKey(
         "cogitator_memory.Entry",
@@ -90,9 +92,7 @@ class Thread(models.Model):
         verbose_name = _("thread")
         verbose_name_plural = _("threads")
         indexes = [
-            models.Index(
-                fields=["agent_id", "-updated_at", "-id"], name="cm_thread_agent_updated"
-            ),
+            models.Index(fields=["agent_id", "-updated_at", "-id"], name="cm_thread_agent_updated"),
             models.Index(fields=["-updated_at", "-id"], name="cm_thread_updated"),
         ]
 
@@ -135,12 +135,17 @@ class Entry(models.Model):
     type = models.CharField(
         _("type"), max_length=20, choices=EntryType.choices, default=EntryType.MESSAGE
     )
-    role = models.CharField(_("role"), max_length=20, choices=Role.choices, null=True, blank=True)
+    # NULL, not "", marks a field never set: reads leave it out instead of giving "".
+    role = models.CharField(  # noqa: DJ001
+        _("role"), max_length=20, choices=Role.choices, null=True, blank=True
+    )
     content = models.JSONField(
         _("content"), null=True, blank=True, help_text=_("A text, or a list of content parts.")
     )
-    name = models.CharField(_("name"), max_length=255, null=True, blank=True)
-    tool_call_id = models.CharField(_("tool call id"), max_length=255, null=True, blank=True)
+    name = models.CharField(_("name"), max_length=255, null=True, blank=True)  # noqa: DJ001
+    tool_call_id = models.CharField(  # noqa: DJ001
+        _("tool call id"), max_length=255, null=True, blank=True
+    )
     tool_calls = models.JSONField(_("tool calls"), null=True, blank=True)
     tool_results = models.JSONField(_("tool results"), null=True, blank=True)
     event = models.JSONField(

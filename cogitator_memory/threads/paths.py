@@ -18,8 +18,8 @@ def _tables() -> tuple[str, str, str]:
     quote = connection.ops.quote_name
     return (
         quote(opts.db_table),
-        quote(opts.get_field("id").column),
-        quote(opts.get_field("parent").column),
+        quote(opts.get_field("id").get_attname_column()[1] or "id"),
+        quote(opts.get_field("parent").get_attname_column()[1] or "parent_id"),
     )
 
 

@@ -39,4 +39,3 @@ class EntryQuerySet(models.QuerySet["Entry"]):
     def redacted(self) -> EntryQuerySet:
         """Entries whose text was redacted."""
         return self.filter(redaction__isnull=False)
-

@@ -12,7 +12,6 @@ from typing import Any, Literal
 
 from django.db.models import Q, Value
 from django.db.models.fields.json import KeyTransform
-
 from django.utils.dateparse import parse_datetime
 
 from cogitator_memory.conf import memory_settings
@@ -154,7 +153,10 @@ def _resolve_types(types: TypesArg) -> list[str] | None:
     unknown = [t for t in resolved if t not in known]
     if unknown:
         raise InvalidInput(
-            {"types": f"Unknown entry types: {', '.join(unknown)}; expected 'all' or of {', '.join(sorted(known))}."}
+            {
+                "types": f"Unknown entry types: {', '.join(unknown)}; expected 'all' "
+                f"or a list of: {', '.join(sorted(known))}."
+            }
         )
     return resolved
 
@@ -280,5 +282,3 @@ def _entry_of_thread(entry_id: Any, thread_id: str, field_name: str) -> Entry:
     if entry is None:
         raise EntryNotInThread(str(entry_id), thread_id, field=field_name)
     return entry
-
-

