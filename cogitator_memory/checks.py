@@ -37,10 +37,14 @@ def check_memory_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckM
             continue
         expected = SETTING_TYPES[name]
         if isinstance(given, bool) or not isinstance(given, expected):
-            wanted = expected.__name__ if isinstance(expected, type) else "number"
+            wanted = (
+                f"an {expected.__name__}"
+                if expected is int
+                else (f"a {expected.__name__}" if isinstance(expected, type) else "a number")
+            )
             errors.append(
                 Error(
-                    f"{SETTINGS_NAME}[{name!r}] must be a {wanted}, not {type(given).__name__}.",
+                    f"{SETTINGS_NAME}[{name!r}] must be {wanted}, not {type(given).__name__}.",
                     id="cogitator_memory.E002",
                 )
             )

@@ -9,6 +9,7 @@ unique and gap-free. Signals go out after commit.
 from __future__ import annotations
 
 import enum
+import json
 from datetime import datetime
 from typing import Any
 
@@ -68,6 +69,11 @@ class _Unset(enum.Enum):
 
 UNSET = _Unset.UNSET
 """Default of ``add_entry(parent_id=...)``: after the active leaf."""
+
+
+def _json_copy(value: Any) -> Any:
+    """A copy sharing nothing with the caller's object (the value is known to be JSON)."""
+    return None if value is None else json.loads(json.dumps(value))
 
 
 def _lock_thread(thread_id: str) -> Thread:
@@ -232,12 +238,12 @@ def add_entry(
         seq=seq,
         type=type,
         role=role,
-        content=content,
+        content=_json_copy(content),
         name=name,
         tool_call_id=tool_call_id,
-        tool_calls=tool_calls,
-        tool_results=tool_results,
-        event=event,
+        tool_calls=_json_copy(tool_calls),
+        tool_results=_json_copy(tool_results),
+        event=_json_copy(event),
         metadata=validate_metadata(metadata) if metadata is not None else None,
         token_count=(
             token_count
