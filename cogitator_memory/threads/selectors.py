@@ -10,24 +10,25 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from django.db.models import Q, Value
-from django.db.models.fields.json import KeyTransform
+from django.db.models import Q
 from django.utils.dateparse import parse_datetime
 
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import EntryNotInThread, InvalidInput, ThreadNotFound
-from cogitator_memory.threads.json_types import JsonTypeOf, json_type_names
+from cogitator_memory.scope import Scope
 from cogitator_memory.threads.models import Entry, EntryType, Thread
 from cogitator_memory.threads.paths import walk_up
-from cogitator_memory.threads.querysets import EntryQuerySet
+from cogitator_memory.threads.querysets import EntryQuerySet, ThreadQuerySet
 
 __all__ = [
     "ThreadPage",
+    "check_page_limit",
     "get_entries",
     "get_entry",
     "get_path",
     "get_thread",
     "list_threads",
+    "page_threads",
 ]
 
 TypesArg = Iterable[str] | Literal["all"] | None
@@ -65,33 +66,39 @@ def _decode_cursor(cursor: str) -> tuple[datetime, str]:
     return updated_at, thread_id
 
 
-def _metadata_filter(metadata: dict[str, Any]) -> tuple[dict[str, Any], Q]:
-    """Aliases and a condition matching threads whose metadata holds each key with an
-    equal value of the same JSON type (1 matches neither "1" nor true)."""
-    aliases: dict[str, Any] = {}
-    condition = Q()
-    for index, (key, value) in enumerate(metadata.items()):
-        if not isinstance(key, str) or not key:
-            raise InvalidInput({"metadata": "Metadata filter keys must be non-empty texts."})
-        if isinstance(value, dict | list):
-            raise InvalidInput(
-                {"metadata": f"Filter value of {key!r} must be a text, number, boolean or null."}
-            )
-        type_alias = f"_meta_type_{index}"
-        aliases[type_alias] = JsonTypeOf("metadata", key)
-        condition &= Q(**{f"{type_alias}__in": json_type_names(value)})
-        if value is not None and not isinstance(value, bool):
-            value_alias = f"_meta_value_{index}"
-            aliases[value_alias] = KeyTransform(key, "metadata")
-            condition &= Q(**{value_alias: Value(value, output_field=Thread.metadata.field)})
-        elif isinstance(value, bool):
-            # The type name already tells true from false.
-            pass
-    return aliases, condition
+def check_page_limit(limit: Any) -> int:
+    """The page size of a thread list: the default for None; ``InvalidInput`` when out of
+    bounds."""
+    max_limit = memory_settings.LIST_THREADS_MAX_LIMIT
+    if limit is None:
+        return int(memory_settings.LIST_THREADS_DEFAULT_LIMIT)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= max_limit:
+        raise InvalidInput({"limit": f"limit must be a whole number from 1 to {max_limit}."})
+    return limit
+
+
+def page_threads(threads: ThreadQuerySet, *, limit: int | None, cursor: str | None) -> ThreadPage:
+    """One page of ``threads``, most recently updated first, after ``cursor``.
+
+    Keyset paging on (updated_at, id): a page never repeats or skips a thread, also when
+    threads share an updated_at. Raises ``InvalidInput`` for a bad limit or cursor.
+    """
+    size = check_page_limit(limit)
+    threads = threads.newest_first()
+    if cursor:
+        last_updated_at, last_id = _decode_cursor(cursor)
+        threads = threads.filter(
+            Q(updated_at__lt=last_updated_at) | Q(updated_at=last_updated_at, id__lt=last_id)
+        )
+    rows = list(threads[: size + 1])
+    if len(rows) > size:
+        return ThreadPage(threads=rows[:size], next_cursor=_encode_cursor(rows[size - 1]))
+    return ThreadPage(threads=rows)
 
 
 def list_threads(
     *,
+    scope: Scope | None = None,
     agent_id: str | None = None,
     agent_ids: Sequence[str] | None = None,
     metadata: dict[str, Any] | None = None,
@@ -102,42 +109,32 @@ def list_threads(
 ) -> ThreadPage:
     """Threads, the most recently updated first, a page at a time.
 
-    Filters: one agent or several, metadata values (compared by value and JSON type),
-    and ``updated_at`` strictly after / before a moment. Raises ``InvalidInput`` for a
-    bad limit, filter or cursor.
+    ``scope`` limits the threads to those its caller may see (all when None, for trusted
+    code). Filters: one agent or several, metadata values (compared by value and JSON
+    type), and ``updated_at`` strictly after / before a moment. Raises ``InvalidInput``
+    for a bad limit, filter or cursor.
     """
-    max_limit = memory_settings.LIST_THREADS_MAX_LIMIT
-    if limit is None:
-        limit = memory_settings.LIST_THREADS_DEFAULT_LIMIT
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= max_limit:
-        raise InvalidInput({"limit": f"limit must be a whole number from 1 to {max_limit}."})
+    check_page_limit(limit)
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidInput({"metadata": "The metadata filter must be an object."})
     for name, moment in (("updated_after", updated_after), ("updated_before", updated_before)):
         if moment is not None and (not isinstance(moment, datetime) or moment.tzinfo is None):
             raise InvalidInput({name: f"{name} must be a datetime with a time zone."})
 
-    threads = Thread.objects.newest_first()
+    threads = Thread.objects.all()
+    if scope is not None:
+        threads = threads.visible_to(scope)
     if agent_id is not None:
         threads = threads.filter(agent_id=agent_id)
     if agent_ids is not None:
         threads = threads.for_agents(agent_ids)
     if metadata:
-        aliases, condition = _metadata_filter(metadata)
-        threads = threads.alias(**aliases).filter(condition)
+        threads = threads.with_metadata(metadata)
     if updated_after is not None:
         threads = threads.filter(updated_at__gt=updated_after)
     if updated_before is not None:
         threads = threads.filter(updated_at__lt=updated_before)
-    if cursor:
-        last_updated_at, last_id = _decode_cursor(cursor)
-        threads = threads.filter(
-            Q(updated_at__lt=last_updated_at) | Q(updated_at=last_updated_at, id__lt=last_id)
-        )
-    rows = list(threads[: limit + 1])
-    if len(rows) > limit:
-        return ThreadPage(threads=rows[:limit], next_cursor=_encode_cursor(rows[limit - 1]))
-    return ThreadPage(threads=rows)
+    return page_threads(threads, limit=limit, cursor=cursor)
 
 
 def _resolve_types(types: TypesArg) -> list[str] | None:
