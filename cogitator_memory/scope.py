@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 # The thread metadata key naming the user a thread belongs to.
 USER_ID_KEY = "userId"
@@ -66,3 +67,9 @@ class Scope:
             return False
         users = self.user_ids.get(agent_id)
         return users is None or (user_id is not None and user_id in users)
+
+    def allows_thread(self, thread: Any) -> bool:
+        """Whether the caller may see this thread (same rule as ``visible_to``)."""
+        metadata = thread.metadata if isinstance(thread.metadata, dict) else {}
+        user_id = metadata.get(USER_ID_KEY)
+        return self.allows(thread.agent_id, user_id if isinstance(user_id, str) else None)

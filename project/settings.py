@@ -123,6 +123,15 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "cogitator_memory.api.exceptions.memory_exception_handler",
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "cogitator_memory.api.authentication.APIKeyAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["cogitator_memory.api.permissions.IsPrincipal"],
+    # Requests per principal (user or API key) to the memory API.
+    "DEFAULT_THROTTLE_RATES": {"memory": os.environ.get("MEMORY_API_RATE", "600/minute")},
 }
 
 SPECTACULAR_SETTINGS = {
@@ -130,6 +139,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Long-term memory for AI agents: threads as trees and what they established.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "EntryTypeEnum": "cogitator_memory.threads.models.EntryType",
+        "RoleEnum": "cogitator_memory.threads.models.Role",
+    },
 }
 
 # Celery: a Redis broker when CELERY_BROKER_URL is set, eager execution otherwise.

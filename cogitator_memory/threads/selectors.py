@@ -21,6 +21,7 @@ from cogitator_memory.threads.paths import walk_up
 from cogitator_memory.threads.querysets import EntryQuerySet, ThreadQuerySet
 
 __all__ = [
+    "EntryPage",
     "ThreadPage",
     "check_page_limit",
     "get_entries",
@@ -28,6 +29,7 @@ __all__ = [
     "get_path",
     "get_thread",
     "list_threads",
+    "page_entries",
     "page_threads",
 ]
 
@@ -182,6 +184,27 @@ def _require_thread(thread_id: str) -> Thread:
     return thread
 
 
+def _entries_query(
+    thread_id: str,
+    types: TypesArg,
+    before: datetime | None,
+    after: datetime | None,
+) -> EntryQuerySet:
+    resolved_types = _resolve_types(types)
+    for name, moment in (("before", before), ("after", after)):
+        if moment is not None and (not isinstance(moment, datetime) or moment.tzinfo is None):
+            raise InvalidInput({name: f"{name} must be a datetime with a time zone."})
+    _require_thread(thread_id)
+    entries: EntryQuerySet = Entry.objects.of_thread(thread_id)
+    if resolved_types is not None:
+        entries = entries.of_types(resolved_types)
+    if before is not None:
+        entries = entries.filter(created_at__lt=before)
+    if after is not None:
+        entries = entries.filter(created_at__gt=after)
+    return entries
+
+
 def get_entries(
     thread_id: str,
     *,
@@ -200,21 +223,71 @@ def get_entries(
     ``InvalidInput``.
     """
     limit = _check_limit(limit)
-    resolved_types = _resolve_types(types)
-    _require_thread(thread_id)
-    entries: EntryQuerySet = Entry.objects.of_thread(thread_id)
-    if resolved_types is not None:
-        entries = entries.of_types(resolved_types)
-    if before is not None:
-        entries = entries.filter(created_at__lt=before)
-    if after is not None:
-        entries = entries.filter(created_at__gt=after)
+    entries = _entries_query(thread_id, types, before, after)
     if limit:
         rows = list(entries.order_by("-created_at", "-seq")[:limit])
         rows.reverse()
     else:
         rows = list(entries.in_time_order())
     return rows if include_tool_calls else _strip_tool_fields(rows)
+
+
+@dataclass(frozen=True)
+class EntryPage:
+    """One page of ``page_entries``, oldest first; ``next_cursor`` reaches older ones."""
+
+    entries: list[Entry] = field(default_factory=list)
+    next_cursor: str | None = None
+
+
+def _encode_entry_cursor(entry: Entry) -> str:
+    raw = json.dumps([entry.created_at.isoformat(), entry.seq]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_entry_cursor(cursor: str) -> tuple[datetime, int]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        created_at_text, seq = json.loads(base64.urlsafe_b64decode(padded))
+        created_at = parse_datetime(created_at_text)
+        if created_at is None or isinstance(seq, bool) or not isinstance(seq, int):
+            raise ValueError("bad cursor fields")
+    except (ValueError, TypeError, binascii.Error, json.JSONDecodeError) as exc:
+        raise InvalidInput({"cursor": "This cursor was not made by page_entries."}) from exc
+    return created_at, seq
+
+
+def page_entries(
+    thread_id: str,
+    *,
+    limit: int,
+    cursor: str | None = None,
+    types: TypesArg = None,
+    before: datetime | None = None,
+    after: datetime | None = None,
+    include_tool_calls: bool = False,
+) -> EntryPage:
+    """The newest ``limit`` entries (of every branch) older than ``cursor``, oldest first.
+
+    The same filters as ``get_entries``; keyset paging on (created_at, seq), so a page
+    never repeats or skips an entry. Raises ``ThreadNotFound`` and ``InvalidInput``.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidInput({"limit": "limit must be a whole number of 1 or more."})
+    entries = _entries_query(thread_id, types, before, after)
+    if cursor:
+        created_at, seq = _decode_entry_cursor(cursor)
+        entries = entries.filter(
+            Q(created_at__lt=created_at) | Q(created_at=created_at, seq__lt=seq)
+        )
+    rows = list(entries.order_by("-created_at", "-seq")[: limit + 1])
+    more = len(rows) > limit
+    rows = rows[:limit]
+    rows.reverse()
+    next_cursor = _encode_entry_cursor(rows[0]) if more and rows else None
+    return EntryPage(
+        entries=rows if include_tool_calls else _strip_tool_fields(rows), next_cursor=next_cursor
+    )
 
 
 def get_entry(entry_id: str) -> Entry | None:

@@ -1,0 +1,83 @@
+"""One error shape for every failed request, and the map from typed errors to statuses.
+
+Every error body is ``{"code": str, "message": str, "errors": {field: [message, ...]}}``;
+``errors`` is empty when no field is to blame. Nested serializer errors are flattened to
+dotted field names (``metadata.userId``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import set_rollback
+
+from cogitator_memory.exceptions import (
+    CogitatorMemoryError,
+    Conflict,
+    InvalidInput,
+    NotFound,
+)
+
+# (error class, HTTP status) in the order they are tried: subclasses first.
+DOMAIN_STATUSES: list[tuple[type[CogitatorMemoryError], int]] = [
+    (NotFound, status.HTTP_404_NOT_FOUND),
+    (InvalidInput, status.HTTP_400_BAD_REQUEST),
+    (Conflict, status.HTTP_409_CONFLICT),
+    (CogitatorMemoryError, status.HTTP_400_BAD_REQUEST),
+]
+
+
+def error_body(code: str, message: str, errors: dict[str, list[str]] | None = None) -> dict:
+    return {"code": code, "message": message, "errors": errors or {}}
+
+
+def flatten_errors(detail: Any, prefix: str = "") -> dict[str, list[str]]:
+    """DRF's nested error detail as ``{dotted.field: [messages]}``."""
+    flat: dict[str, list[str]] = {}
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            name = f"{prefix}.{key}" if prefix else str(key)
+            for field, messages in flatten_errors(value, name).items():
+                flat.setdefault(field, []).extend(messages)
+    elif isinstance(detail, list):
+        for index, value in enumerate(detail):
+            if isinstance(value, dict | list):
+                for field, messages in flatten_errors(value, f"{prefix}.{index}").items():
+                    flat.setdefault(field, []).extend(messages)
+            else:
+                flat.setdefault(prefix or "non_field_errors", []).append(str(value))
+    else:
+        flat.setdefault(prefix or "non_field_errors", []).append(str(detail))
+    return flat
+
+
+def memory_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF exception handler: typed errors and DRF's own, in one shape."""
+    if isinstance(exc, CogitatorMemoryError):
+        code = next(s for cls, s in DOMAIN_STATUSES if isinstance(exc, cls))
+        errors = exc.errors if isinstance(exc, InvalidInput) else {}
+        set_rollback()
+        return Response(error_body(exc.code, exc.message, errors), status=code)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+    if not isinstance(exc, exceptions.APIException):
+        return None
+    headers: dict[str, str] = {}
+    if getattr(exc, "auth_header", None):
+        headers["WWW-Authenticate"] = str(exc.auth_header)  # type: ignore[attr-defined]
+    if getattr(exc, "wait", None):
+        headers["Retry-After"] = str(int(exc.wait))  # type: ignore[attr-defined]
+    if isinstance(exc, exceptions.ValidationError):
+        body = error_body("invalid", "The request has invalid fields.", flatten_errors(exc.detail))
+    else:
+        detail = exc.detail
+        message = str(detail) if not isinstance(detail, dict | list) else "Request failed."
+        body = error_body(str(exc.default_code), message)
+    set_rollback()
+    return Response(body, status=exc.status_code, headers=headers)

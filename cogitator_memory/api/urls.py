@@ -1,0 +1,28 @@
+"""The memory API; mount it with ``path("api/memory/", include("cogitator_memory.api.urls"))``."""
+
+from django.urls import path
+
+from cogitator_memory.api import schema  # noqa: F401  (registers the OpenAPI extensions)
+
+from cogitator_memory.api.views.branches import (
+    ThreadCheckoutView,
+    ThreadForkView,
+    ThreadPathView,
+    ThreadRewindView,
+)
+from cogitator_memory.api.views.entries import EntryDetailView, EntryRedactView, ThreadEntriesView
+from cogitator_memory.api.views.threads import ThreadDetailView, ThreadListView
+
+app_name = "cogitator_memory_api"
+
+urlpatterns = [
+    path("threads/", ThreadListView.as_view(), name="thread-list"),
+    path("threads/<str:thread_id>/", ThreadDetailView.as_view(), name="thread-detail"),
+    path("threads/<str:thread_id>/entries/", ThreadEntriesView.as_view(), name="thread-entries"),
+    path("threads/<str:thread_id>/path/", ThreadPathView.as_view(), name="thread-path"),
+    path("threads/<str:thread_id>/rewind/", ThreadRewindView.as_view(), name="thread-rewind"),
+    path("threads/<str:thread_id>/checkout/", ThreadCheckoutView.as_view(), name="thread-checkout"),
+    path("threads/<str:thread_id>/fork/", ThreadForkView.as_view(), name="thread-fork"),
+    path("entries/<str:entry_id>/", EntryDetailView.as_view(), name="entry-detail"),
+    path("entries/<str:entry_id>/redact/", EntryRedactView.as_view(), name="entry-redact"),
+]

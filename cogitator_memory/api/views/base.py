@@ -1,0 +1,63 @@
+"""What every memory endpoint shares: who may call, how fast, and what they may see."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.generics import GenericAPIView
+
+from cogitator_memory.api.authentication import APIKeyAuthentication
+from cogitator_memory.api.permissions import IsPrincipal
+from cogitator_memory.api.scope import request_scope
+from cogitator_memory.api.serializers.errors import ErrorSerializer
+from cogitator_memory.api.throttling import PrincipalRateThrottle
+from cogitator_memory.exceptions import EntryNotFound, ThreadNotFound
+from cogitator_memory.scope import USER_ID_KEY, Scope
+from cogitator_memory.threads.models import Entry, Thread
+
+ERROR_400 = OpenApiResponse(ErrorSerializer, description="Invalid input; errors per field.")
+ERROR_401 = OpenApiResponse(ErrorSerializer, description="Not authenticated.")
+ERROR_403 = OpenApiResponse(ErrorSerializer, description="The principal has no grant for this.")
+ERROR_404 = OpenApiResponse(ErrorSerializer, description="Missing, or not visible to you.")
+ERROR_409 = OpenApiResponse(ErrorSerializer, description="Refused by the current state.")
+ERROR_429 = OpenApiResponse(ErrorSerializer, description="Too many requests.")
+
+COMMON_ERRORS = {401: ERROR_401, 403: ERROR_403, 429: ERROR_429}
+
+
+class MemoryAPIView(GenericAPIView):
+    # Token first: its header makes an unauthenticated request a 401 with WWW-Authenticate.
+    authentication_classes = [TokenAuthentication, APIKeyAuthentication, SessionAuthentication]
+    permission_classes = [IsPrincipal]
+    throttle_classes = [PrincipalRateThrottle]
+
+    @property
+    def scope(self) -> Scope:
+        return request_scope(self.request)
+
+    def visible_thread(self, thread_id: str) -> Thread:
+        """The thread if the caller may see it; ``ThreadNotFound`` (404) otherwise, the
+        same answer as for a thread that does not exist."""
+        thread = Thread.objects.visible_to(self.scope).filter(pk=thread_id).first()
+        if thread is None:
+            raise ThreadNotFound(thread_id)
+        return thread
+
+    def visible_entry(self, entry_id: str) -> Entry:
+        """The entry if the caller may see its thread; ``EntryNotFound`` (404) otherwise."""
+        entry = Entry.objects.visible_to(self.scope).filter(pk=entry_id).first()
+        if entry is None:
+            raise EntryNotFound(entry_id)
+        return entry
+
+    def require_grant(self, agent_id: str, metadata: dict[str, Any] | None) -> None:
+        """Refuse (403) a write that would put a thread outside the caller's scope."""
+        user_id = (metadata or {}).get(USER_ID_KEY)
+        if not self.scope.allows(agent_id, user_id if isinstance(user_id, str) else None):
+            raise PermissionDenied(
+                "You have no grant for this agent"
+                + (" and user." if self.scope.allows_agent(agent_id) else ".")
+            )

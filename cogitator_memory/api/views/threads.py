@@ -1,0 +1,131 @@
+"""Threads: list, create (or upsert), read, update metadata, delete."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from cogitator_memory.api.filters import ThreadFilterSet
+from cogitator_memory.api.pagination import ThreadCursorPagination
+from cogitator_memory.api.serializers.threads import (
+    ThreadCreateSerializer,
+    ThreadSerializer,
+    ThreadUpdateSerializer,
+)
+from cogitator_memory.api.views.base import (
+    COMMON_ERRORS,
+    ERROR_400,
+    ERROR_404,
+    ERROR_409,
+    MemoryAPIView,
+)
+from cogitator_memory.exceptions import Conflict
+from cogitator_memory.threads import services
+from cogitator_memory.threads.models import Thread
+from cogitator_memory.threads.querysets import ThreadQuerySet
+
+
+class ThreadIdUnavailable(Conflict):
+    """An explicit thread id taken by a thread the caller may not see."""
+
+    code = "thread_id_unavailable"
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(f"The thread id {thread_id!r} cannot be used; choose another.")
+
+
+@extend_schema_view(
+    get=extend_schema(
+        summary="List threads",
+        description="Threads you may see, the most recently updated first.",
+        responses={200: ThreadSerializer(many=True), 400: ERROR_400, **COMMON_ERRORS},
+    ),
+    post=extend_schema(
+        summary="Create a thread (or update one by id)",
+        request=ThreadCreateSerializer,
+        responses={
+            201: ThreadSerializer,
+            200: ThreadSerializer,
+            400: ERROR_400,
+            409: ERROR_409,
+            **COMMON_ERRORS,
+        },
+    ),
+)
+class ThreadListView(MemoryAPIView):
+    serializer_class = ThreadSerializer
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = ThreadFilterSet
+    pagination_class = ThreadCursorPagination
+
+    def get_queryset(self) -> ThreadQuerySet:
+        return Thread.objects.visible_to(self.scope)
+
+    def get(self, request: Request) -> Response:
+        queryset = self.filter_queryset(self.get_queryset())
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(ThreadSerializer(page, many=True).data)
+
+    def post(self, request: Request) -> Response:
+        payload = ThreadCreateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data: dict[str, Any] = payload.validated_data
+        thread_id = data.get("id")
+        with transaction.atomic():
+            existing = None
+            if thread_id is not None:
+                existing = Thread.objects.select_for_update().filter(pk=thread_id).first()
+                if existing is not None and not self.scope.allows_thread(existing):
+                    raise ThreadIdUnavailable(thread_id)
+            merged = {**(existing.metadata if existing else {}), **data["metadata"]}
+            self.require_grant(data["agent_id"], merged)
+            thread = services.create_thread(data["agent_id"], data["metadata"], thread_id=thread_id)
+        code = status.HTTP_200_OK if existing is not None else status.HTTP_201_CREATED
+        return Response(ThreadSerializer(thread).data, status=code)
+
+
+@extend_schema_view(
+    get=extend_schema(
+        summary="Read a thread",
+        responses={200: ThreadSerializer, 404: ERROR_404, **COMMON_ERRORS},
+    ),
+    patch=extend_schema(
+        summary="Update a thread's metadata",
+        request=ThreadUpdateSerializer,
+        responses={200: ThreadSerializer, 400: ERROR_400, 404: ERROR_404, **COMMON_ERRORS},
+    ),
+    delete=extend_schema(
+        summary="Delete a thread and its entries",
+        responses={204: None, 404: ERROR_404, **COMMON_ERRORS},
+    ),
+)
+class ThreadDetailView(MemoryAPIView):
+    serializer_class = ThreadSerializer
+
+    def get(self, request: Request, thread_id: str) -> Response:
+        return Response(ThreadSerializer(self.visible_thread(thread_id)).data)
+
+    def patch(self, request: Request, thread_id: str) -> Response:
+        payload = ThreadUpdateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data: dict[str, Any] = payload.validated_data
+        with transaction.atomic():
+            thread = self.visible_thread(thread_id)
+            merged = (
+                data["metadata"] if data["replace"] else {**thread.metadata, **data["metadata"]}
+            )
+            self.require_grant(thread.agent_id, merged)
+            thread = services.update_thread(thread_id, data["metadata"], replace=data["replace"])
+        return Response(ThreadSerializer(thread).data)
+
+    def delete(self, request: Request, thread_id: str) -> Response:
+        with transaction.atomic():
+            self.visible_thread(thread_id)
+            services.delete_thread(thread_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
