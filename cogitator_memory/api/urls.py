@@ -3,7 +3,6 @@
 from django.urls import path
 
 from cogitator_memory.api import schema  # noqa: F401  (registers the OpenAPI extensions)
-
 from cogitator_memory.api.views.branches import (
     ThreadCheckoutView,
     ThreadForkView,
