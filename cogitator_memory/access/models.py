@@ -71,11 +71,13 @@ class Grant(models.Model):
                 fields=["user", "agent_id"],
                 condition=models.Q(user__isnull=False),
                 name="cm_grant_user_agent",
+                violation_error_message=_("This user already has a grant of this agent."),
             ),
             models.UniqueConstraint(
                 fields=["api_key", "agent_id"],
                 condition=models.Q(api_key__isnull=False),
                 name="cm_grant_key_agent",
+                violation_error_message=_("This API key already has a grant of this agent."),
             ),
         ]
 
@@ -87,7 +89,7 @@ class Grant(models.Model):
         from django.core.exceptions import ValidationError
 
         if bool(self.user_id) == bool(self.api_key_id):
-            raise ValidationError(_("A grant names either a user or an API key, not both."))
+            raise ValidationError(_("A grant names exactly one principal: a user or an API key."))
         if self.user_ids is not None and (
             not isinstance(self.user_ids, list)
             or not all(isinstance(u, str) and u for u in self.user_ids)

@@ -1,3 +1,3 @@
 """Admin registrations, one module per model group."""
 
-from cogitator_memory.admin import threads  # noqa: F401
+from cogitator_memory.admin import access, threads  # noqa: F401

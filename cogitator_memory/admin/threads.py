@@ -2,35 +2,371 @@
 
 Entries are a record of what was said: the admin shows them and never edits them by
 hand, since a hand edit would bypass the tree rules (seq, parents, the active leaf) and
-the signals that keep derived memory in step.
+the signals that keep derived memory in step. A thread's page shows its entry tree, with
+checkout and rewind buttons that call the thread services.
+
+Both pages start from ``visible_to(scope)``: a staff user sees the threads of the agents
+granted to them, as the REST API does; a superuser sees all.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, cast
 
-from django.contrib import admin
-from django.db.models import QuerySet
-from django.http import HttpRequest
-from django.utils.text import Truncator
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import URLPattern, path, reverse
+from django.utils.text import Truncator, capfirst
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
+from django.views.decorators.http import require_POST
 
+from cogitator_memory.access.selectors import scope_for_user
+from cogitator_memory.exceptions import CogitatorMemoryError, InvalidInput, ThreadNotFound
+from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Entry, Thread
+from cogitator_memory.threads.querysets import EntryQuerySet, ThreadQuerySet
+from cogitator_memory.threads.validation import validate_metadata
+
+PREVIEW_CHARS = 120
+
+
+def content_preview(content: Any, *, chars: int = PREVIEW_CHARS) -> str:
+    """The text of an entry's content, shortened; other content parts by their type."""
+    if isinstance(content, list):
+        pieces = []
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                pieces.append(part["text"])
+            elif isinstance(part, dict):
+                pieces.append(f"[{part.get('type', 'part')}]")
+        content = " ".join(pieces)
+    return Truncator(" ".join(str(content or "").split())).chars(chars)
+
+
+# --- the entry tree of a thread's page -------------------------------------------------
+
+
+@dataclass
+class EntryNode:
+    """One entry of the tree, with what the page shows of it."""
+
+    entry: Entry
+    children: list[EntryNode] = field(default_factory=list)
+    on_active_path: bool = False
+    is_active_leaf: bool = False
+    # Set when the parent is older than the entries shown (the tree is capped).
+    parent_hidden: bool = False
+    parent_seq: int | None = None
+
+    @property
+    def has_branches(self) -> bool:
+        return len(self.children) > 1
+
+    @property
+    def preview(self) -> str:
+        return content_preview(self.entry.content)
+
+    @property
+    def event_summary(self) -> str:
+        payload = json.dumps(self.entry.event, ensure_ascii=False, sort_keys=True, default=str)
+        return Truncator(payload).chars(PREVIEW_CHARS)
+
+    @property
+    def redaction_reason(self) -> str:
+        redaction = self.entry.redaction if isinstance(self.entry.redaction, dict) else {}
+        return str(redaction.get("reason") or "")
+
+
+@dataclass(frozen=True)
+class TreeStep:
+    """One step of the flat walk the template renders as nested lists.
+
+    Kinds: ``branches_open``/``branches_close`` (a list of sibling branches),
+    ``branch_open``/``branch_close`` (one branch: a chain of entries), ``entry`` (left
+    open when the entry forks into branches) and ``entry_close``.
+    """
+
+    kind: str
+    node: EntryNode | None = None
+    active: bool = False
+
+
+@dataclass
+class EntryTree:
+    steps: list[TreeStep]
+    shown: int
+    limit: int
+    truncated: bool
+    # True when the active leaf is among the entries left out.
+    active_leaf_hidden: bool
+
+
+def _tree_steps(roots: list[EntryNode]) -> list[TreeStep]:
+    # An explicit stack instead of recursive includes: a thread can fork hundreds of
+    # times, deeper than the template engine's recursion should go.
+    steps = [TreeStep("branches_open")]
+    work: list[TreeStep | EntryNode] = [TreeStep("branches_close"), *reversed(roots)]
+    while work:
+        item = work.pop()
+        if isinstance(item, TreeStep):
+            steps.append(item)
+            continue
+        steps.append(TreeStep("branch_open", node=item, active=item.on_active_path))
+        node = item
+        steps.append(TreeStep("entry", node=node))
+        while len(node.children) == 1:
+            node = node.children[0]
+            steps.append(TreeStep("entry", node=node))
+        work.append(TreeStep("branch_close"))
+        if node.has_branches:
+            steps.append(TreeStep("branches_open"))
+            work.extend([TreeStep("entry_close"), TreeStep("branches_close")])
+            work.extend(reversed(node.children))
+    return steps
+
+
+def build_entry_tree(thread: Thread, *, limit: int) -> EntryTree:
+    """The newest ``limit`` entries of ``thread`` as a forest, read in one query.
+
+    A parent's seq is always lower than its children's, so the entries shown are closed
+    under "child of": only roots can have a parent left out.
+    """
+    rows = list(
+        Entry.objects.of_thread(thread.pk)
+        # Tool calls, results and metadata can be large and the tree shows none of them.
+        .defer("tool_calls", "tool_results", "metadata")
+        .annotate(
+            has_tool_calls=ExpressionWrapper(
+                Q(tool_calls__isnull=False), output_field=BooleanField()
+            )
+        )
+        .order_by("-seq")[: limit + 1]
+    )
+    truncated = len(rows) > limit
+    entries = list(reversed(rows[:limit]))
+    nodes = {entry.pk: EntryNode(entry) for entry in entries}
+
+    cursor = nodes.get(thread.active_leaf_id) if thread.active_leaf_id else None
+    if cursor is not None:
+        cursor.is_active_leaf = True
+    while cursor is not None:
+        cursor.on_active_path = True
+        parent_id = cursor.entry.parent_id
+        cursor = nodes.get(parent_id) if parent_id else None
+
+    roots: list[EntryNode] = []
+    for entry in entries:
+        node = nodes[entry.pk]
+        parent = nodes.get(entry.parent_id) if entry.parent_id else None
+        if parent is None:
+            node.parent_hidden = entry.parent_id is not None
+            roots.append(node)
+        else:
+            node.parent_seq = parent.entry.seq
+            parent.children.append(node)
+    return EntryTree(
+        steps=_tree_steps(roots),
+        shown=len(entries),
+        limit=limit,
+        truncated=truncated,
+        active_leaf_hidden=thread.active_leaf_id is not None and thread.active_leaf_id not in nodes,
+    )
+
+
+# --- threads ---------------------------------------------------------------------------
+
+
+class ThreadAdminForm(forms.ModelForm):
+    class Meta:
+        model = Thread
+        fields = ("metadata",)
+
+    def clean_metadata(self) -> dict[str, Any]:
+        try:
+            return validate_metadata(self.cleaned_data.get("metadata"))
+        except InvalidInput as exc:
+            raise ValidationError(exc.errors["metadata"]) from exc
 
 
 @admin.register(Thread)
 class ThreadAdmin(admin.ModelAdmin):
-    list_display = ("id", "agent_id", "updated_at", "created_at")
+    form = ThreadAdminForm
+    list_display = ("id", "agent_id", "user_id", "updated_at", "created_at")
     list_filter = ("agent_id", "updated_at")
     search_fields = ("id", "agent_id", "metadata")
+    date_hierarchy = "updated_at"
     ordering = ("-updated_at", "-id")
     readonly_fields = ("id", "agent_id", "active_leaf", "next_seq", "created_at", "updated_at")
     fields = ("id", "agent_id", "metadata", "active_leaf", "next_seq", "created_at", "updated_at")
-    raw_id_fields = ("active_leaf",)
+    # A thread's page shows at most this many entries, the newest.
+    tree_entry_limit = 500
+
+    class Media:
+        css = {"all": ["cogitator_memory/entry_tree.css"]}
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Thread]:
+        queryset = cast(ThreadQuerySet, super().get_queryset(request))
+        return queryset.visible_to(scope_for_user(request.user))
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         # Threads are created by the agents that use them, through the Python API or REST API.
         return False
+
+    @admin.display(description=_("user id"))
+    def user_id(self, obj: Thread) -> str:
+        value = (obj.metadata or {}).get("userId") if isinstance(obj.metadata, dict) else None
+        return str(value) if value is not None else "-"
+
+    def save_model(self, request: HttpRequest, obj: Thread, form: Any, change: bool) -> None:
+        if "metadata" in form.changed_data:
+            services.update_thread(obj.pk, form.cleaned_data["metadata"], replace=True)
+
+    def get_deleted_objects(
+        self, objs: Iterable[Thread], request: HttpRequest
+    ) -> tuple[list[str], dict[str, int], set[str], list[str]]:
+        """What the delete confirmation lists: the threads and how many entries go with
+        them. Listing each entry would make the page as large as the threads; and the
+        entries, which no one may delete one by one here, go with their thread through
+        ``delete_thread``, so the thread's own delete permission is the one that counts."""
+        threads = list(objs)
+        entry_count = Entry.objects.filter(thread__in=[t.pk for t in threads]).count()
+        listed = [f"{capfirst(Thread._meta.verbose_name)}: {thread}" for thread in threads]
+        counts = {
+            str(Thread._meta.verbose_name_plural): len(threads),
+            str(Entry._meta.verbose_name_plural): entry_count,
+        }
+        return listed, counts, set(), []
+
+    def delete_model(self, request: HttpRequest, obj: Thread) -> None:
+        # The service removes the entries in the order the tree constraints need and
+        # tells listeners (derived memory) after commit.
+        self._delete_threads([obj.pk])
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Thread]) -> None:
+        self._delete_threads(list(queryset.values_list("pk", flat=True)))
+
+    @staticmethod
+    def _delete_threads(thread_ids: Iterable[str]) -> None:
+        for thread_id in thread_ids:
+            try:
+                services.delete_thread(thread_id)
+            except ThreadNotFound:
+                continue
+
+    # --- the entry tree and its actions --------------------------------------------
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Thread | None = None,
+    ) -> HttpResponse:
+        if obj is not None:
+            object_id = quote(obj.pk)
+            context.update(
+                entry_tree=build_entry_tree(obj, limit=self.tree_entry_limit),
+                can_move_leaf=self.has_change_permission(request, obj),
+                checkout_url=self._url("checkout", object_id),
+                rewind_url=self._url("rewind", object_id),
+            )
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view
+        own = [
+            path(
+                "<path:object_id>/checkout/",
+                view(require_POST(self.checkout_view)),
+                name=self._url_name("checkout"),
+            ),
+            path(
+                "<path:object_id>/rewind/",
+                view(require_POST(self.rewind_view)),
+                name=self._url_name("rewind"),
+            ),
+        ]
+        # Before the admin's own patterns, whose "<path:object_id>/" would match first.
+        return own + super().get_urls()
+
+    def _url_name(self, action: str) -> str:
+        return f"{self.opts.app_label}_{self.opts.model_name}_{action}"
+
+    def _url(self, action: str, object_id: str) -> str:
+        return reverse(
+            f"admin:{self._url_name(action)}",
+            args=[object_id],
+            current_app=self.admin_site.name,
+        )
+
+    def checkout_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Make the branch ending at the posted ``entry_id`` the active one."""
+        return self._move_leaf(
+            request,
+            object_id,
+            move=services.checkout,
+            done=gettext("Checked out entry {entry} (the active leaf was {previous})."),
+        )
+
+    def rewind_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Move the active leaf back to the posted ``entry_id`` on the active branch."""
+        return self._move_leaf(
+            request,
+            object_id,
+            move=services.rewind,
+            done=gettext("Rewound to entry {entry} (the active leaf was {previous})."),
+        )
+
+    def _move_leaf(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        *,
+        move: Callable[[str, str], Thread],
+        done: str,
+    ) -> HttpResponse:
+        thread = self.get_object(request, unquote(object_id))
+        if thread is None:
+            raise Http404(gettext("No thread with this id."))
+        if not self.has_change_permission(request, thread):
+            raise PermissionDenied
+        change_url = reverse(
+            f"admin:{self.opts.app_label}_{self.opts.model_name}_change",
+            args=[quote(thread.pk)],
+            current_app=self.admin_site.name,
+        )
+        entry_id = request.POST.get("entry_id", "").strip()
+        if not entry_id:
+            self.message_user(request, gettext("Choose an entry."), messages.ERROR)
+            return HttpResponseRedirect(change_url)
+        previous = thread.active_leaf_id
+        try:
+            thread = move(thread.pk, entry_id)
+        except InvalidInput as exc:
+            # The field name means nothing on this page; the messages say what is wrong.
+            text = " ".join(message for field in exc.errors.values() for message in field)
+            self.message_user(request, text, messages.ERROR)
+            return HttpResponseRedirect(change_url)
+        except CogitatorMemoryError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return HttpResponseRedirect(change_url)
+        message = done.format(entry=entry_id, previous=previous or gettext("none"))
+        self.log_change(request, thread, message)
+        self.message_user(request, message, messages.SUCCESS)
+        return HttpResponseRedirect(change_url)
+
+
+# --- entries ---------------------------------------------------------------------------
 
 
 @admin.register(Entry)
@@ -43,9 +379,12 @@ class EntryAdmin(admin.ModelAdmin):
     show_full_result_count = False
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Entry]:
-        """The list page leaves out tool calls and results, which can be large and are
-        only shown on an entry's own page."""
-        return super().get_queryset(request).defer("tool_calls", "tool_results", "event")
+        """Entries of the threads the user may see. The list page leaves out tool calls
+        and results, which can be large and are only shown on an entry's own page."""
+        queryset = cast(EntryQuerySet, super().get_queryset(request))
+        return queryset.visible_to(scope_for_user(request.user)).defer(
+            "tool_calls", "tool_results", "event"
+        )
 
     def get_readonly_fields(self, request: HttpRequest, obj: Entry | None = None) -> Any:
         return [field.name for field in Entry._meta.concrete_fields]
@@ -62,12 +401,7 @@ class EntryAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("content"))
     def summary(self, obj: Entry) -> str:
-        content = obj.content
-        if isinstance(content, list):
-            content = " ".join(
-                str(part.get("text", "")) for part in content if isinstance(part, dict)
-            )
-        return Truncator(str(content or "")).chars(80)
+        return content_preview(obj.content, chars=80)
 
     @admin.display(boolean=True, description=_("redacted"))
     def is_redacted(self, obj: Entry) -> bool:
