@@ -309,7 +309,8 @@ def get_path(
     """One branch, oldest first: the newest ``limit`` entries (0 or None for all) of the
     branch ending at ``leaf_id`` (the active leaf by default).
 
-    ``before`` (an entry id) pages back: only entries older on the branch than it. The
+    ``before`` (an entry id) pages back: the entries above it on its branch (its
+    ancestors), so a page continues from the oldest entry of the last one. The
     walk reads only as many entries as it returns (plus the events it skips), never the
     rest of the thread. Raises ``ThreadNotFound``, ``EntryNotInThread`` and
     ``InvalidInput``.
