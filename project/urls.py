@@ -9,3 +9,6 @@ urlpatterns = [
     path("api/schema/swagger/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger"),
     path("api/schema/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
 ]
+
+# API paths that match no route answer in the API's JSON error shape.
+handler404 = "cogitator_memory.api.handlers.not_found"

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import django_filters
 from django import forms
 from django.core.exceptions import ValidationError
+from django_filters.fields import IsoDateTimeField
 
 from cogitator_memory.threads.models import Thread
 from cogitator_memory.threads.querysets import ThreadQuerySet
@@ -21,12 +23,35 @@ class JSONObjectField(forms.CharField):
         if not text:
             return None
         try:
-            parsed = json.loads(text)
+            parsed = json.loads(text, parse_constant=_refuse_constant)
         except json.JSONDecodeError as exc:
             raise ValidationError(f"Not JSON: {exc.msg}.") from exc
+        except (ValueError, RecursionError) as exc:
+            raise ValidationError(f"Not JSON: {exc}.") from exc
         if not isinstance(parsed, dict):
             raise ValidationError("Must be a JSON object of key: value.")
         return parsed
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+class UTCDateTimeField(forms.DateTimeField):
+    """An ISO 8601 moment that must exist in UTC (years 1 to 9999)."""
+
+    def to_python(self, value: Any) -> datetime | None:
+        moment = IsoDateTimeField().to_python(value)
+        if moment is None:
+            return None
+        try:
+            return moment.astimezone(UTC)
+        except OverflowError as exc:
+            raise ValidationError("This moment is out of range once converted to UTC.") from exc
+
+
+class UTCDateTimeFilter(django_filters.Filter):
+    field_class = UTCDateTimeField
 
 
 class JSONObjectFilter(django_filters.Filter):
@@ -40,8 +65,8 @@ class ThreadFilterSet(django_filters.FilterSet):
         help_text="A JSON object; threads whose metadata holds each key with an equal value "
         'of the same JSON type, e.g. {"userId": "ana"}.',
     )
-    updated_after = django_filters.IsoDateTimeFilter(field_name="updated_at", lookup_expr="gt")
-    updated_before = django_filters.IsoDateTimeFilter(field_name="updated_at", lookup_expr="lt")
+    updated_after = UTCDateTimeFilter(field_name="updated_at", lookup_expr="gt")
+    updated_before = UTCDateTimeFilter(field_name="updated_at", lookup_expr="lt")
 
     class Meta:
         model = Thread

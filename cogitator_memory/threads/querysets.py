@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models.fields.json import KeyTransform
 
 from cogitator_memory.exceptions import InvalidInput
+from cogitator_memory.jsondata import json_problem
 from cogitator_memory.scope import USER_ID_KEY, Scope
 from cogitator_memory.threads.json_types import JsonTypeOf, json_type_names
 
@@ -58,6 +59,9 @@ class ThreadQuerySet(models.QuerySet["Thread"]):
                         "boolean or null."
                     }
                 )
+            problem = json_problem(value)
+            if problem:
+                raise InvalidInput({"metadata": f"Filter value of {key!r}: {problem}"})
             type_alias = f"meta_type_{index}"
             aliases[type_alias] = JsonTypeOf("metadata", str(key))
             condition &= models.Q(**{f"{type_alias}__in": json_type_names(value)})

@@ -7,7 +7,7 @@ import binascii
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from django.db.models import Q
@@ -19,6 +19,7 @@ from cogitator_memory.scope import Scope
 from cogitator_memory.threads.models import Entry, EntryType, Thread
 from cogitator_memory.threads.paths import walk_up
 from cogitator_memory.threads.querysets import EntryQuerySet, ThreadQuerySet
+from cogitator_memory.threads.validation import THREAD_ID_PATTERN
 
 __all__ = [
     "EntryPage",
@@ -61,9 +62,15 @@ def _decode_cursor(cursor: str) -> tuple[datetime, str]:
         padded = cursor + "=" * (-len(cursor) % 4)
         updated_at_text, thread_id = json.loads(base64.urlsafe_b64decode(padded))
         updated_at = parse_datetime(updated_at_text)
-        if updated_at is None or not isinstance(thread_id, str):
+        if (
+            updated_at is None
+            or updated_at.tzinfo is None
+            or not isinstance(thread_id, str)
+            or not THREAD_ID_PATTERN.match(thread_id)
+        ):
             raise ValueError("bad cursor fields")
-    except (ValueError, TypeError, binascii.Error, json.JSONDecodeError) as exc:
+        updated_at = updated_at.astimezone(UTC)
+    except (ValueError, TypeError, OverflowError, binascii.Error, json.JSONDecodeError) as exc:
         raise InvalidInput({"cursor": "This cursor was not made by list_threads."}) from exc
     return updated_at, thread_id
 
@@ -250,9 +257,16 @@ def _decode_entry_cursor(cursor: str) -> tuple[datetime, int]:
         padded = cursor + "=" * (-len(cursor) % 4)
         created_at_text, seq = json.loads(base64.urlsafe_b64decode(padded))
         created_at = parse_datetime(created_at_text)
-        if created_at is None or isinstance(seq, bool) or not isinstance(seq, int):
+        if (
+            created_at is None
+            or created_at.tzinfo is None
+            or isinstance(seq, bool)
+            or not isinstance(seq, int)
+            or not 0 <= seq < 2**63
+        ):
             raise ValueError("bad cursor fields")
-    except (ValueError, TypeError, binascii.Error, json.JSONDecodeError) as exc:
+        created_at = created_at.astimezone(UTC)
+    except (ValueError, TypeError, OverflowError, binascii.Error, json.JSONDecodeError) as exc:
         raise InvalidInput({"cursor": "This cursor was not made by page_entries."}) from exc
     return created_at, seq
 

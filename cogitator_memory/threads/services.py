@@ -20,6 +20,7 @@ from cogitator_memory import signals
 from cogitator_memory.exceptions import (
     EntryNotFound,
     EntryNotInThread,
+    InvalidInput,
     NotOnActiveBranch,
     RedactionRefused,
     ThreadAgentMismatch,
@@ -44,6 +45,7 @@ from cogitator_memory.threads.validation import (
     validate_agent_id,
     validate_entry_fields,
     validate_metadata,
+    validate_text,
     validate_thread_id,
 )
 from cogitator_memory.tokens import count_entry_fields_tokens, count_entry_tokens
@@ -322,6 +324,9 @@ def redact_entry(
     and why. Returns None for a missing entry; raises ``RedactionRefused`` for a session
     event (events are deleted, not redacted).
     """
+    validate_text(reason, "reason", max_length=1000)
+    if at is not None and (not isinstance(at, datetime) or at.tzinfo is None):
+        raise InvalidInput({"at": "at must be a datetime with a time zone."})
     thread_id = Entry.objects.filter(pk=entry_id).values_list("thread_id", flat=True).first()
     if thread_id is None:
         return None

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from cogitator_memory.exceptions import InvalidEntry, InvalidInput
+from cogitator_memory.jsondata import json_problem, text_problem
 from cogitator_memory.threads.models import CONVERSATION_TYPES, EVENT_TYPES, EntryType, Role
 
 THREAD_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,254}$")
@@ -31,7 +32,22 @@ def validate_agent_id(agent_id: Any) -> str:
         raise InvalidInput(
             {"agent_id": "An agent id is a non-empty text of at most 255 characters."}
         )
+    problem = text_problem(agent_id)
+    if problem:
+        raise InvalidInput({"agent_id": problem})
     return agent_id
+
+
+def validate_text(value: Any, field: str, *, max_length: int) -> str | None:
+    """A plain text field: None, or a text of at most ``max_length`` that can be stored."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > max_length:
+        raise InvalidInput({field: f"Must be a text of at most {max_length} characters."})
+    problem = text_problem(value)
+    if problem:
+        raise InvalidInput({field: problem})
+    return value
 
 
 def validate_metadata(metadata: Any, *, field: str = "metadata") -> dict[str, Any]:
@@ -48,10 +64,9 @@ def validate_metadata(metadata: Any, *, field: str = "metadata") -> dict[str, An
 
 
 def _require_json(value: Any, field: str, error: type[InvalidInput]) -> None:
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise error({field: f"Must be JSON data: {exc}."}) from exc
+    problem = json_problem(value)
+    if problem:
+        raise error({field: f"Must be JSON data: {problem}"})
 
 
 def _check_tool_calls(tool_calls: Any, errors: dict[str, list[str]]) -> None:
@@ -106,8 +121,12 @@ def validate_entry_fields(
         add("content", "Content must be a text or a list of content parts.")
     if name is not None and (not isinstance(name, str) or len(name) > 255):
         add("name", "A name is a text of at most 255 characters.")
+    elif name is not None and text_problem(name):
+        add("name", str(text_problem(name)))
     if tool_call_id is not None and (not isinstance(tool_call_id, str) or len(tool_call_id) > 255):
         add("tool_call_id", "A tool call id is a text of at most 255 characters.")
+    elif tool_call_id is not None and text_problem(tool_call_id):
+        add("tool_call_id", str(text_problem(tool_call_id)))
     _check_tool_calls(tool_calls, errors)
     _check_tool_results(tool_results, errors)
     if metadata is not None and not isinstance(metadata, dict):
@@ -141,10 +160,8 @@ def validate_entry_fields(
         ("event", event),
         ("metadata", metadata),
     ):
-        if value is not None and field not in errors:
-            try:
-                json.dumps(value, allow_nan=False)
-            except (TypeError, ValueError) as exc:
-                add(field, f"Must be JSON data: {exc}.")
+        problem = json_problem(value) if value is not None and field not in errors else None
+        if problem:
+            add(field, f"Must be JSON data: {problem}")
     if errors:
         raise InvalidEntry(errors)

@@ -8,15 +8,21 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.generics import GenericAPIView
+from rest_framework.parsers import FormParser, MultiPartParser
 
 from cogitator_memory.api.authentication import APIKeyAuthentication
+from cogitator_memory.api.parsers import SafeJSONParser
 from cogitator_memory.api.permissions import IsPrincipal
 from cogitator_memory.api.scope import request_scope
 from cogitator_memory.api.serializers.errors import ErrorSerializer
 from cogitator_memory.api.throttling import PrincipalRateThrottle
 from cogitator_memory.exceptions import EntryNotFound, ThreadNotFound
+from cogitator_memory.jsondata import text_problem
 from cogitator_memory.scope import USER_ID_KEY, Scope
 from cogitator_memory.threads.models import Entry, Thread
+from cogitator_memory.threads.validation import THREAD_ID_PATTERN
+
+ENTRY_ID_MAX_LENGTH = 64
 
 ERROR_400 = OpenApiResponse(ErrorSerializer, description="Invalid input; errors per field.")
 ERROR_401 = OpenApiResponse(ErrorSerializer, description="Not authenticated.")
@@ -33,6 +39,7 @@ class MemoryAPIView(GenericAPIView):
     authentication_classes = [TokenAuthentication, APIKeyAuthentication, SessionAuthentication]
     permission_classes = [IsPrincipal]
     throttle_classes = [PrincipalRateThrottle]
+    parser_classes = [SafeJSONParser, FormParser, MultiPartParser]
 
     @property
     def scope(self) -> Scope:
@@ -41,14 +48,23 @@ class MemoryAPIView(GenericAPIView):
     def visible_thread(self, thread_id: str) -> Thread:
         """The thread if the caller may see it; ``ThreadNotFound`` (404) otherwise, the
         same answer as for a thread that does not exist."""
-        thread = Thread.objects.visible_to(self.scope).filter(pk=thread_id).first()
+        # An id that no thread can have is not looked up (PostgreSQL refuses NUL in text).
+        thread = (
+            Thread.objects.visible_to(self.scope).filter(pk=thread_id).first()
+            if THREAD_ID_PATTERN.match(thread_id)
+            else None
+        )
         if thread is None:
             raise ThreadNotFound(thread_id)
         return thread
 
     def visible_entry(self, entry_id: str) -> Entry:
         """The entry if the caller may see its thread; ``EntryNotFound`` (404) otherwise."""
-        entry = Entry.objects.visible_to(self.scope).filter(pk=entry_id).first()
+        entry = (
+            Entry.objects.visible_to(self.scope).filter(pk=entry_id).first()
+            if len(entry_id) <= ENTRY_ID_MAX_LENGTH and not text_problem(entry_id)
+            else None
+        )
         if entry is None:
             raise EntryNotFound(entry_id)
         return entry

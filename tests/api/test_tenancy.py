@@ -1,0 +1,635 @@
+"""The tenancy matrix: no read or write crosses from one principal to another.
+
+Two principals with different grants each own a conversation. For every URL pattern of
+``cogitator_memory.api.urls`` and every method its view allows, ``MATRIX`` lists attempts
+of the actor on the victim's objects and the refusal each must get. Every attempt is then
+checked four ways:
+
+- the status and error code (404 for the victim's objects, 403 for writing under the
+  victim's grant, 400 for naming the victim's entry in the actor's own thread, 409 where
+  the API documents a taken id);
+- not one Thread or Entry row changed;
+- the answer equals the answer about an id that does not exist, apart from the id, so
+  the ids of others cannot be probed;
+- no text or id of the victim appears in the answer unless the request named it.
+
+``test_the_matrix_covers_every_endpoint_and_method`` walks the URL patterns and fails for
+a pattern or method without a row, so a new endpoint cannot be left out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.urls import URLPattern, URLResolver, resolve
+from rest_framework.test import APIClient
+from rest_framework_api_key.models import APIKey
+
+from cogitator_memory.api import urls as api_urls
+from tests.api.conftest import (
+    API,
+    Conversation,
+    Principal,
+    api_key_client,
+    snapshot_rows,
+    token_client,
+    write_conversation,
+)
+
+pytestmark = pytest.mark.django_db
+
+VICTIM_TAG = " [victim-secret]"
+# Placeholders holding ids; an answer may echo these back, the same way for a missing id.
+ID_PLACEHOLDERS = ("victim_thread", "victim_entry", "victim_branch_entry")
+MISSING = {
+    "victim_thread": "no-such-thread",
+    "victim_entry": "no-such-entry",
+    "victim_branch_entry": "no-such-branch-entry",
+    "victim_agent": "agent-nobody",
+    "victim_user": "nobody",
+    "victim_topic": "no-topic",
+}
+
+
+# --- the two sides ---------------------------------------------------------------------
+
+
+@dataclass
+class World:
+    """The actor, the victim, and what each owns."""
+
+    actor: Principal
+    victim: Principal
+    own: Conversation
+    theirs: Conversation
+    victim_agent: str
+    victim_user: str
+
+    def names(self) -> dict[str, str]:
+        """The values of the placeholders of an attempt, for the victim's objects."""
+        return {
+            "own_thread": self.own.thread_id,
+            "own_entry": self.own.reply.pk,
+            "own_agent": self.own.thread.agent_id,
+            "victim_thread": self.theirs.thread_id,
+            "victim_entry": self.theirs.reply.pk,
+            "victim_branch_entry": self.theirs.retry.pk,
+            "victim_agent": self.victim_agent,
+            "victim_user": self.victim_user,
+            "victim_topic": self.theirs.thread.metadata["topic"],
+        }
+
+    def missing_names(self) -> dict[str, str]:
+        """The same placeholders, with ids and values no one has."""
+        return {**self.names(), **MISSING}
+
+    def secrets(self) -> list[str]:
+        """What of the victim's must never come back unless the request named it."""
+        return [
+            self.theirs.thread_id,
+            *self.theirs.entry_ids,
+            VICTIM_TAG.strip(),
+            self.theirs.thread.metadata["topic"],
+        ]
+
+
+def user_principal(
+    make_user: Callable[..., User], name: str, grants: Any, *, session: bool
+) -> Principal:
+    user = make_user(name, grants)
+    if session:
+        client = APIClient()
+        client.force_login(user)
+        return Principal(f"user {name} (session)", client, user=user)
+    return Principal(f"user {name} (token)", token_client(user), user=user)
+
+
+def key_principal(
+    make_api_key: Callable[..., tuple[APIKey, str]], name: str, grants: Any
+) -> Principal:
+    api_key, key = make_api_key(name, grants)
+    return Principal(f"API key {name}", api_key_client(key), api_key=api_key, key=key)
+
+
+SCENARIOS = ["user-acts-on-api-key", "api-key-acts-on-user", "same-agent-other-user"]
+
+
+@pytest.fixture(params=SCENARIOS)
+def world(
+    request: pytest.FixtureRequest,
+    make_user: Callable[..., User],
+    make_api_key: Callable[..., tuple[APIKey, str]],
+) -> World:
+    if request.param == "same-agent-other-user":
+        # One agent, two users: the boundary is metadata.userId alone.
+        actor = user_principal(make_user, "desk-u1", {"agent-s": ["u1"]}, session=True)
+        victim = key_principal(make_api_key, "desk-u2", {"agent-s": ["u2"]})
+        own = write_conversation("agent-s", {"userId": "u1", "topic": "mine"})
+        theirs = write_conversation(
+            "agent-s", {"userId": "u2", "topic": "theirs-topic"}, tag=VICTIM_TAG
+        )
+        victim_agent, victim_user = "agent-s", "u2"
+    else:
+        user = user_principal(make_user, "ana", {"agent-a": None}, session=False)
+        key = key_principal(make_api_key, "service-b", {"agent-b": None})
+        if request.param == "user-acts-on-api-key":
+            actor, victim = user, key
+            own_agent, victim_agent, victim_user = "agent-a", "agent-b", "ub"
+        else:
+            actor, victim = key, user
+            own_agent, victim_agent, victim_user = "agent-b", "agent-a", "ua"
+        own = write_conversation(own_agent, {"userId": "uo", "topic": "mine"})
+        theirs = write_conversation(
+            victim_agent, {"userId": victim_user, "topic": "theirs-topic"}, tag=VICTIM_TAG
+        )
+    return World(actor, victim, own, theirs, victim_agent, victim_user)
+
+
+def test_each_side_reaches_its_own_conversation(world: World):
+    # when
+    answers = [
+        principal.client.get(f"{API}/entries/{conversation.reply.pk}/").status_code
+        for principal, conversation in ((world.actor, world.own), (world.victim, world.theirs))
+    ]
+    # then: the refusals of the matrix are the boundary, not a setup nobody can use
+    assert answers == [200, 200]
+
+
+# --- the matrix ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One request of the actor and the answer it must get.
+
+    ``path`` (relative to the API root) and ``body`` hold ``{placeholders}`` of
+    ``World.names``. ``code`` None: no error body (HEAD, OPTIONS, lists). ``lists_own``:
+    a list that must hold the actor's own thread; ``lists_nothing``: an empty list.
+    ``compare_with_missing`` False where the API documents a different answer for a free
+    id (a taken id is a conflict) or where the attempt names no object (lists).
+    """
+
+    label: str
+    path: str
+    status: int
+    code: str | None = None
+    fields: tuple[str, ...] = ()
+    body: dict[str, Any] | None = None
+    lists_own: bool = False
+    lists_nothing: bool = False
+    compare_with_missing: bool = True
+
+
+NEW_ENTRY = {"role": "user", "content": "Intruding."}
+
+
+def refused(label: str, path: str, code: str, **extra: Any) -> Attempt:
+    return Attempt(label, path, 404, code, **extra)
+
+
+def listing(
+    label: str, path: str, *, lists_own: bool = False, lists_nothing: bool = False
+) -> Attempt:
+    # A list answers the same for anyone's filter values, so it is checked for leaks, not
+    # compared with the answer about a missing object.
+    return Attempt(
+        label,
+        path,
+        200,
+        lists_own=lists_own,
+        lists_nothing=lists_nothing,
+        compare_with_missing=False,
+    )
+
+
+def options(path: str) -> list[Attempt]:
+    return [Attempt("options on the victim's object", path, 200)]
+
+
+MATRIX: dict[tuple[str, str], list[Attempt]] = {
+    ("threads/", "GET"): [
+        listing("no filters", "threads/", lists_own=True),
+        listing("largest page", "threads/?limit=500", lists_own=True),
+        listing("since long ago", "threads/?updated_after=2000-01-01T00:00:00Z", lists_own=True),
+        listing("filtered by the victim's agent", "threads/?agent_id={victim_agent}"),
+        listing("filtered by the victim's user", 'threads/?metadata={{"userId": "{victim_user}"}}'),
+        listing(
+            "filtered by the victim's topic", 'threads/?metadata={{"topic": "{victim_topic}"}}'
+        ),
+        listing(
+            "filtered by agent and user, nothing else",
+            'threads/?agent_id={victim_agent}&metadata={{"userId": "{victim_user}"}}',
+            lists_nothing=True,
+        ),
+    ],
+    ("threads/", "HEAD"): [Attempt("head of the list", "threads/", 200)],
+    ("threads/", "OPTIONS"): [Attempt("options of the list", "threads/", 200)],
+    ("threads/", "POST"): [
+        Attempt(
+            "create under the victim's grant",
+            "threads/",
+            403,
+            "permission_denied",
+            body={"agent_id": "{victim_agent}", "metadata": {"userId": "{victim_user}"}},
+            compare_with_missing=False,
+        ),
+        Attempt(
+            "upsert the victim's thread by id, as the actor's agent",
+            "threads/",
+            409,
+            "thread_id_unavailable",
+            body={"id": "{victim_thread}", "agent_id": "{own_agent}", "metadata": {"x": 1}},
+            compare_with_missing=False,
+        ),
+        Attempt(
+            "upsert the victim's thread by id, as the victim's agent",
+            "threads/",
+            409,
+            "thread_id_unavailable",
+            body={
+                "id": "{victim_thread}",
+                "agent_id": "{victim_agent}",
+                "metadata": {"userId": "{victim_user}"},
+            },
+            compare_with_missing=False,
+        ),
+    ],
+    ("threads/<str:thread_id>/", "GET"): [
+        refused("read the victim's thread", "threads/{victim_thread}/", "thread_not_found"),
+    ],
+    ("threads/<str:thread_id>/", "HEAD"): [
+        Attempt("head of the victim's thread", "threads/{victim_thread}/", 404),
+    ],
+    ("threads/<str:thread_id>/", "OPTIONS"): options("threads/{victim_thread}/"),
+    ("threads/<str:thread_id>/", "PATCH"): [
+        refused(
+            "merge into the victim's metadata",
+            "threads/{victim_thread}/",
+            "thread_not_found",
+            body={"metadata": {"userId": "{victim_user}", "owned": True}},
+        ),
+        refused(
+            "replace the victim's metadata",
+            "threads/{victim_thread}/",
+            "thread_not_found",
+            body={"metadata": {}, "replace": True},
+        ),
+    ],
+    ("threads/<str:thread_id>/", "DELETE"): [
+        refused("delete the victim's thread", "threads/{victim_thread}/", "thread_not_found"),
+    ],
+    ("threads/<str:thread_id>/entries/", "GET"): [
+        refused(
+            "list the victim's entries",
+            "threads/{victim_thread}/entries/?types=all",
+            "thread_not_found",
+        ),
+        Attempt(
+            "list the actor's own entries of every type",
+            "threads/{own_thread}/entries/?types=all&include_tool_calls=true&limit=500",
+            200,
+            compare_with_missing=False,
+        ),
+    ],
+    ("threads/<str:thread_id>/entries/", "HEAD"): [
+        Attempt("head of the victim's entries", "threads/{victim_thread}/entries/", 404),
+    ],
+    ("threads/<str:thread_id>/entries/", "OPTIONS"): options("threads/{victim_thread}/entries/"),
+    ("threads/<str:thread_id>/entries/", "POST"): [
+        refused(
+            "add to the victim's thread",
+            "threads/{victim_thread}/entries/",
+            "thread_not_found",
+            body=NEW_ENTRY,
+        ),
+        refused(
+            "add to the victim's thread under the victim's entry",
+            "threads/{victim_thread}/entries/",
+            "thread_not_found",
+            body={**NEW_ENTRY, "parent_id": "{victim_entry}"},
+        ),
+        Attempt(
+            "add to the actor's thread under the victim's entry",
+            "threads/{own_thread}/entries/",
+            400,
+            "entry_not_in_thread",
+            ("parent_id",),
+            body={**NEW_ENTRY, "parent_id": "{victim_entry}"},
+        ),
+    ],
+    ("threads/<str:thread_id>/path/", "GET"): [
+        refused(
+            "read the victim's branch",
+            "threads/{victim_thread}/path/?types=all",
+            "thread_not_found",
+        ),
+        refused(
+            "read the victim's branch from the victim's leaf",
+            "threads/{victim_thread}/path/?leaf_id={victim_entry}",
+            "thread_not_found",
+        ),
+        Attempt(
+            "read the actor's thread up to the victim's entry",
+            "threads/{own_thread}/path/?leaf_id={victim_entry}",
+            400,
+            "entry_not_in_thread",
+            ("leaf_id",),
+        ),
+        Attempt(
+            "read the actor's thread before the victim's entry",
+            "threads/{own_thread}/path/?before={victim_entry}",
+            400,
+            "entry_not_in_thread",
+            ("before",),
+        ),
+        Attempt(
+            "read the actor's own branch",
+            "threads/{own_thread}/path/?types=all&include_tool_calls=true",
+            200,
+            compare_with_missing=False,
+        ),
+    ],
+    ("threads/<str:thread_id>/path/", "HEAD"): [
+        Attempt("head of the victim's branch", "threads/{victim_thread}/path/", 404),
+    ],
+    ("threads/<str:thread_id>/path/", "OPTIONS"): options("threads/{victim_thread}/path/"),
+    ("threads/<str:thread_id>/rewind/", "POST"): [
+        refused(
+            "rewind the victim's thread",
+            "threads/{victim_thread}/rewind/",
+            "thread_not_found",
+            body={"to_entry_id": "{victim_entry}"},
+        ),
+        Attempt(
+            "rewind the actor's thread to the victim's entry",
+            "threads/{own_thread}/rewind/",
+            400,
+            "entry_not_in_thread",
+            ("to_entry_id",),
+            body={"to_entry_id": "{victim_entry}"},
+        ),
+    ],
+    ("threads/<str:thread_id>/rewind/", "OPTIONS"): options("threads/{victim_thread}/rewind/"),
+    ("threads/<str:thread_id>/checkout/", "POST"): [
+        refused(
+            "check out a branch of the victim's thread",
+            "threads/{victim_thread}/checkout/",
+            "thread_not_found",
+            body={"entry_id": "{victim_branch_entry}"},
+        ),
+        Attempt(
+            "check out the victim's entry in the actor's thread",
+            "threads/{own_thread}/checkout/",
+            400,
+            "entry_not_in_thread",
+            ("entry_id",),
+            body={"entry_id": "{victim_branch_entry}"},
+        ),
+    ],
+    ("threads/<str:thread_id>/checkout/", "OPTIONS"): options("threads/{victim_thread}/checkout/"),
+    ("threads/<str:thread_id>/fork/", "POST"): [
+        refused(
+            "fork the victim's thread",
+            "threads/{victim_thread}/fork/",
+            "thread_not_found",
+            body={"at_entry_id": "{victim_entry}"},
+        ),
+        refused(
+            "fork the victim's thread into a new id",
+            "threads/{victim_thread}/fork/",
+            "thread_not_found",
+            body={"at_entry_id": "{victim_entry}", "new_thread_id": "stolen-copy"},
+        ),
+        Attempt(
+            "fork the actor's thread at the victim's entry",
+            "threads/{own_thread}/fork/",
+            400,
+            "entry_not_in_thread",
+            ("at_entry_id",),
+            body={"at_entry_id": "{victim_entry}"},
+        ),
+        Attempt(
+            "fork the actor's thread over the victim's thread",
+            "threads/{own_thread}/fork/",
+            409,
+            "thread_exists",
+            body={"at_entry_id": "{own_entry}", "new_thread_id": "{victim_thread}"},
+            compare_with_missing=False,
+        ),
+    ],
+    ("threads/<str:thread_id>/fork/", "OPTIONS"): options("threads/{victim_thread}/fork/"),
+    ("entries/<str:entry_id>/", "GET"): [
+        refused("read the victim's entry", "entries/{victim_entry}/", "entry_not_found"),
+        refused("read the victim's event", "entries/{victim_branch_entry}/", "entry_not_found"),
+    ],
+    ("entries/<str:entry_id>/", "HEAD"): [
+        Attempt("head of the victim's entry", "entries/{victim_entry}/", 404),
+    ],
+    ("entries/<str:entry_id>/", "OPTIONS"): options("entries/{victim_entry}/"),
+    ("entries/<str:entry_id>/", "DELETE"): [
+        refused("delete the victim's entry", "entries/{victim_entry}/", "entry_not_found"),
+    ],
+    ("entries/<str:entry_id>/redact/", "POST"): [
+        refused(
+            "redact the victim's entry",
+            "entries/{victim_entry}/redact/",
+            "entry_not_found",
+            body={"reason": "mine now"},
+        ),
+    ],
+    ("entries/<str:entry_id>/redact/", "OPTIONS"): options("entries/{victim_entry}/redact/"),
+}
+
+
+# --- walking the URL patterns ----------------------------------------------------------
+
+
+def walk_patterns(patterns: list[Any], prefix: str = "") -> Iterator[tuple[str, URLPattern]]:
+    for entry in patterns:
+        if isinstance(entry, URLResolver):
+            yield from walk_patterns(entry.url_patterns, prefix + str(entry.pattern))
+        else:
+            yield prefix + str(entry.pattern), entry
+
+
+def view_methods(pattern: URLPattern) -> set[str]:
+    """The HTTP methods the view of a pattern answers, HEAD included where GET is."""
+    callback = pattern.callback
+    actions = getattr(callback, "actions", None)  # a ViewSet routed by a router
+    view_class = getattr(callback, "cls", None) or callback.view_class  # type: ignore[attr-defined]
+    names = actions.keys() if actions else view_class.http_method_names
+    methods = {name.upper() for name in names if actions or hasattr(view_class, name)}
+    if "GET" in methods:
+        # Django answers HEAD with the GET handler of any view that has one.
+        methods.add("HEAD")
+    return methods
+
+
+def declared_endpoints() -> set[tuple[str, str]]:
+    return {
+        (route, method)
+        for route, pattern in walk_patterns(api_urls.urlpatterns)
+        for method in view_methods(pattern)
+    }
+
+
+def test_the_matrix_covers_every_endpoint_and_method():
+    # given
+    declared = declared_endpoints()
+    # then: every pattern and method has a row, and no row names one that is gone
+    uncovered = sorted(declared - set(MATRIX))
+    assert not uncovered, f"endpoints without a tenancy row: {uncovered}"
+    stale = sorted(set(MATRIX) - declared)
+    assert not stale, f"tenancy rows for endpoints that do not exist: {stale}"
+    assert all(MATRIX.values())
+
+
+def test_the_walk_finds_the_endpoints_of_the_api():
+    # given the endpoints the issue asks for
+    expected_routes = {
+        "threads/",
+        "threads/<str:thread_id>/",
+        "threads/<str:thread_id>/entries/",
+        "threads/<str:thread_id>/path/",
+        "threads/<str:thread_id>/rewind/",
+        "threads/<str:thread_id>/checkout/",
+        "threads/<str:thread_id>/fork/",
+        "entries/<str:entry_id>/",
+        "entries/<str:entry_id>/redact/",
+    }
+    # when
+    declared = declared_endpoints()
+    # then: the walk sees them all, so the coverage test above cannot pass on an empty walk
+    assert {route for route, _method in declared} == expected_routes
+    assert ("threads/<str:thread_id>/", "DELETE") in declared
+    assert ("threads/<str:thread_id>/", "PUT") not in declared
+
+
+# --- running the matrix ----------------------------------------------------------------
+
+CASES = [
+    pytest.param(route, method, attempt, id=f"{method} {route} | {attempt.label}")
+    for (route, method), attempts in MATRIX.items()
+    for attempt in attempts
+]
+
+
+def fill(template: Any, names: dict[str, str]) -> Any:
+    if isinstance(template, str):
+        return template.format(**names)
+    if isinstance(template, dict):
+        return {key: fill(value, names) for key, value in template.items()}
+    return template
+
+
+@dataclass
+class Sent:
+    url: str
+    body: dict[str, Any] | None
+    status: int
+    content: bytes
+    data: Any = field(default=None)
+
+
+def send(client: APIClient, method: str, attempt: Attempt, names: dict[str, str]) -> Sent:
+    url = f"{API}/{fill(attempt.path, names)}"
+    body = fill(attempt.body, names)
+    call = getattr(client, method.lower())
+    response = call(url, body, format="json") if body is not None else call(url)
+    data = response.json() if response.content else None
+    return Sent(url, body, response.status_code, response.content, data)
+
+
+def assert_named_route(url: str, route: str) -> None:
+    """The attempt reaches the endpoint it claims to cover."""
+    match = resolve(url.split("?")[0])
+    assert match.route == API.lstrip("/") + "/" + route, (url, match.route)
+
+
+@pytest.mark.parametrize(("route", "method", "attempt"), CASES)
+def test_no_read_or_write_crosses_to_the_other_principal(
+    world: World, route: str, method: str, attempt: Attempt
+):
+    # given
+    names = world.names()
+    before = snapshot_rows()
+    # when
+    sent = send(world.actor.client, method, attempt, names)
+    # then: the refusal
+    assert_named_route(sent.url, route)
+    assert sent.status == attempt.status, (world.actor.label, sent.data)
+    if attempt.code is not None:
+        assert set(sent.data) == {"code", "message", "errors"}
+        assert sent.data["code"] == attempt.code, sent.data
+        assert sorted(sent.data["errors"]) == sorted(attempt.fields), sent.data
+    # then: nothing of anyone's changed
+    assert snapshot_rows() == before
+    # then: nothing of the victim's came back that the request did not name itself
+    named = sent.url + json.dumps(sent.body)
+    answer = sent.content.decode()
+    leaked = [secret for secret in world.secrets() if secret not in named and secret in answer]
+    assert not leaked, (leaked, answer[:500])
+    # then: a list holds the actor's own thread (an empty answer would prove nothing)
+    if attempt.lists_own:
+        assert world.own.thread_id in [t["id"] for t in sent.data["results"]]
+    if attempt.lists_nothing:
+        assert sent.data["results"] == []
+    # then: the same answer as for objects that do not exist
+    if attempt.compare_with_missing:
+        missing_names = world.missing_names()
+        missing = send(world.actor.client, method, attempt, missing_names)
+        assert snapshot_rows() == before
+        assert missing.status == sent.status
+        assert _masked(sent.content, names) == _masked(missing.content, missing_names)
+
+
+def _masked(content: bytes, names: dict[str, str]) -> str:
+    text = content.decode()
+    # Longest first, so an id that contains another is masked whole.
+    for key, value in sorted(names.items(), key=lambda item: -len(item[1])):
+        if key in ID_PLACEHOLDERS:
+            text = text.replace(value, f"<{key}>")
+    return text
+
+
+# --- lists, page by page ---------------------------------------------------------------
+
+
+def test_paging_through_every_thread_never_reaches_the_other_principal(world: World):
+    # given more threads on both sides than fit one page
+    own_ids = {world.own.thread_id}
+    for n in range(3):
+        own_ids.add(
+            write_conversation(world.own.thread.agent_id, dict(world.own.thread.metadata)).thread_id
+        )
+        write_conversation(world.victim_agent, dict(world.theirs.thread.metadata), tag=f"{n}")
+    visible: set[str] = set()
+    url: str | None = f"{API}/threads/?limit=2"
+    # when
+    while url:
+        page = world.actor.client.get(url).json()
+        visible |= {thread["id"] for thread in page["results"]}
+        url = page["next"]
+    # then: the actor's four threads, none of the victim's
+    assert visible == own_ids
+
+
+def test_the_victim_still_sees_all_of_its_conversation_afterwards(world: World):
+    # given every refused write of the matrix tried once
+    names = world.names()
+    for (_route, method), attempts in MATRIX.items():
+        if method in ("POST", "PATCH", "DELETE"):
+            for attempt in attempts:
+                send(world.actor.client, method, attempt, names)
+    # when
+    response = world.victim.client.get(f"{API}/threads/{world.theirs.thread_id}/entries/?types=all")
+    thread = world.victim.client.get(f"{API}/threads/{world.theirs.thread_id}/").json()
+    # then
+    assert [e["id"] for e in response.json()["results"]] == world.theirs.entry_ids
+    assert thread["metadata"] == world.theirs.thread.metadata
+    assert thread["active_leaf_id"] == world.theirs.follow_up.pk
