@@ -155,6 +155,9 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # PATCH bodies are documented with their required fields: the memory API's PATCH
+    # takes a whole metadata object, not a partial one.
+    "COMPONENT_SPLIT_PATCH": False,
     "ENUM_NAME_OVERRIDES": {
         "EntryTypeEnum": "cogitator_memory.threads.models.EntryType",
         "RoleEnum": "cogitator_memory.threads.models.Role",

@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 
+from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import InvalidInput
 from cogitator_memory.threads.selectors import ThreadPage, page_threads
 
@@ -65,7 +66,12 @@ class ThreadCursorPagination(BasePagination):
                 "name": self.limit_query_param,
                 "in": "query",
                 "required": False,
-                "description": "Page size (default 50).",
-                "schema": {"type": "integer", "minimum": 1},
+                "description": "Page size.",
+                "schema": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": memory_settings.LIST_THREADS_MAX_LIMIT,
+                    "default": memory_settings.LIST_THREADS_DEFAULT_LIMIT,
+                },
             },
         ]

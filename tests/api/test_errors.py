@@ -20,6 +20,7 @@ from cogitator_memory.exceptions import (
     PartialEntryNotSaveable,
     ThreadNotFound,
 )
+from cogitator_memory.threads.models import Thread
 from tests.api.conftest import API, Conversation, assert_error, row_counts, snapshot_rows
 
 pytestmark = pytest.mark.django_db
@@ -84,11 +85,15 @@ def test_nested_field_errors_have_dotted_names(client: APIClient, conversation: 
     assert_error(response, 400, "invalid", ["tool_calls.1"])
 
 
-def test_a_form_encoded_body_is_read_like_json(client: APIClient):
+def test_a_form_encoded_body_is_refused_as_415_and_nothing_is_written(client: APIClient):
+    # given
+    before = Thread.objects.count()
     # when
     response = client.post(f"{API}/threads/", {"agent_id": "agent-a"})
     # then
-    assert response.status_code == 201, response.json()
+    assert response.status_code == 415
+    assert response.json()["code"] == "unsupported_media_type"
+    assert Thread.objects.count() == before
 
 
 # --- the one map of typed errors -------------------------------------------------------

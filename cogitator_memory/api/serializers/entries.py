@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from cogitator_memory.threads.models import Entry, EntryType, Role
 
-ENTRY_TYPE_CHOICES = [choice.value for choice in EntryType]
+ENTRY_TYPE_CHOICES = EntryType.choices
 
 
 class EntrySerializer(serializers.Serializer):

@@ -8,7 +8,6 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.generics import GenericAPIView
-from rest_framework.parsers import FormParser, MultiPartParser
 
 from cogitator_memory.api.authentication import APIKeyAuthentication
 from cogitator_memory.api.parsers import SafeJSONParser
@@ -39,7 +38,9 @@ class MemoryAPIView(GenericAPIView):
     authentication_classes = [TokenAuthentication, APIKeyAuthentication, SessionAuthentication]
     permission_classes = [IsPrincipal]
     throttle_classes = [PrincipalRateThrottle]
-    parser_classes = [SafeJSONParser, FormParser, MultiPartParser]
+    # JSON only: form bodies cannot carry the JSON objects (metadata, content parts) the
+    # endpoints take, and would silently drop them.
+    parser_classes = [SafeJSONParser]
 
     @property
     def scope(self) -> Scope:

@@ -1,0 +1,224 @@
+"""The OpenAPI schema: valid, served, and describing every route of the memory API.
+
+The operations checked are enumerated from ``cogitator_memory.api.urls`` (each URL
+pattern and each HTTP method its view implements), so a route added without a schema
+entry, or a schema entry without a route, fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from django.core.management import call_command
+from django.test import Client
+from django.urls import URLPattern, reverse
+
+from cogitator_memory.api import urls as api_urls
+
+SCHEMA_URL = "/api/schema/"
+ERROR_REF = "#/components/schemas/Error"
+# Methods every view answers by itself; they are not operations of the API.
+FRAMEWORK_METHODS = {"options", "head", "trace"}
+
+
+def api_prefix() -> str:
+    """Where the project mounts the API, e.g. ``/api/memory/``."""
+    first = api_urls.urlpatterns[0]
+    assert isinstance(first, URLPattern) and first.name
+    url = reverse(f"{api_urls.app_name}:{first.name}")
+    route = str(first.pattern)
+    assert url.endswith(route), (url, route)
+    return url.removesuffix(route)
+
+
+def openapi_path(pattern: URLPattern) -> str:
+    # Django's "<str:thread_id>" is OpenAPI's "{thread_id}".
+    return api_prefix() + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", str(pattern.pattern))
+
+
+def routed_operations() -> list[tuple[str, str]]:
+    """(OpenAPI path, method) of every URL pattern of the API and method of its view."""
+    operations = []
+    for pattern in api_urls.urlpatterns:
+        assert isinstance(pattern, URLPattern), f"not a plain route: {pattern!r}"
+        view_class = pattern.callback.view_class  # type: ignore[attr-defined]
+        for method in view_class.http_method_names:
+            if method not in FRAMEWORK_METHODS and hasattr(view_class, method):
+                operations.append((openapi_path(pattern), method))
+    return operations
+
+
+ROUTED_OPERATIONS = routed_operations()
+
+
+def served_schema(client: Client, query: str = "") -> dict[str, Any]:
+    response = client.get(SCHEMA_URL + query)
+    assert response.status_code == 200, response.content[:500]
+    if query == "?format=json":
+        return json.loads(response.content)
+    return yaml.safe_load(response.content)
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict[str, Any]:
+    return served_schema(Client(), "?format=json")
+
+
+def operation_of(schema: dict[str, Any], path: str, method: str) -> dict[str, Any]:
+    operations = schema["paths"].get(path)
+    assert operations is not None, f"{path} is routed but not in the schema"
+    assert method in operations, f"{method.upper()} {path} is routed but not in the schema"
+    operation: dict[str, Any] = operations[method]
+    return operation
+
+
+def json_schema_of(described: dict[str, Any]) -> dict[str, Any]:
+    """The application/json schema of a request body or a response."""
+    content = described.get("content", {})
+    assert "application/json" in content, f"no application/json content: {described}"
+    json_schema: dict[str, Any] = content["application/json"]["schema"]
+    return json_schema
+
+
+def test_spectacular_validates_the_schema_without_warnings(tmp_path: Path) -> None:
+    # given
+    target = tmp_path / "schema.yaml"
+    # when
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(target))
+    # then
+    assert yaml.safe_load(target.read_text())["openapi"].startswith("3.")
+
+
+def test_the_schema_is_served_as_yaml_and_as_json_with_the_same_content() -> None:
+    # given
+    client = Client()
+    # when
+    as_yaml = served_schema(client)
+    as_json = served_schema(client, "?format=json")
+    # then
+    assert as_yaml == as_json
+    assert as_json["info"]["title"] == "cogitator-memory API"
+
+
+def test_the_routes_of_the_api_are_enumerated() -> None:
+    # given / when
+    paths = {path for path, _ in ROUTED_OPERATIONS}
+    # then
+    assert len(paths) == len(api_urls.urlpatterns)
+    assert ("/api/memory/threads/{thread_id}/", "patch") in ROUTED_OPERATIONS
+    assert ("/api/memory/entries/{entry_id}/redact/", "post") in ROUTED_OPERATIONS
+
+
+def test_the_schema_documents_exactly_the_routed_operations(schema: dict[str, Any]) -> None:
+    # given
+    prefix = api_prefix()
+    # when
+    documented = {
+        (path, method)
+        for path, operations in schema["paths"].items()
+        if path.startswith(prefix)
+        for method in operations
+        if method not in {"parameters", "summary", "description", "servers"}
+    }
+    # then
+    assert documented == set(ROUTED_OPERATIONS)
+
+
+@pytest.mark.parametrize(("path", "method"), ROUTED_OPERATIONS)
+def test_each_operation_documents_its_success_response(
+    schema: dict[str, Any], path: str, method: str
+) -> None:
+    # given
+    operation = operation_of(schema, path, method)
+    # when
+    successes = {
+        code: response for code, response in operation["responses"].items() if code.startswith("2")
+    }
+    # then
+    assert successes, f"{method.upper()} {path} documents no success"
+    for code, response in successes.items():
+        if code == "204":
+            assert "content" not in response
+        else:
+            assert json_schema_of(response).get("$ref", "").startswith("#/components/schemas/")
+
+
+@pytest.mark.parametrize(
+    ("path", "method"), [(p, m) for p, m in ROUTED_OPERATIONS if m in {"post", "patch", "put"}]
+)
+def test_each_write_documents_its_request_body(
+    schema: dict[str, Any], path: str, method: str
+) -> None:
+    # given
+    operation = operation_of(schema, path, method)
+    # when
+    request_schema = json_schema_of(operation.get("requestBody", {}))
+    # then
+    reference = request_schema["$ref"]
+    component = schema["components"]["schemas"][reference.rsplit("/", 1)[1]]
+    assert component["type"] == "object"
+    assert component["properties"], f"{reference} has no fields"
+
+
+@pytest.mark.parametrize(("path", "method"), ROUTED_OPERATIONS)
+def test_each_operation_documents_its_errors_with_the_error_component(
+    schema: dict[str, Any], path: str, method: str
+) -> None:
+    # given
+    operation = operation_of(schema, path, method)
+    takes_input = "requestBody" in operation or any(
+        parameter["in"] == "query" for parameter in operation.get("parameters", [])
+    )
+    expected = {"401", "403", "429"}
+    if takes_input:
+        expected.add("400")
+    if "{" in path:
+        expected.add("404")
+    # when
+    errors = {
+        code: json_schema_of(response)
+        for code, response in operation["responses"].items()
+        if code.startswith(("4", "5"))
+    }
+    # then
+    assert expected <= set(errors), f"{method.upper()} {path}: missing {expected - set(errors)}"
+    assert {code: ERROR_REF for code in errors} == {
+        code: error_schema.get("$ref") for code, error_schema in errors.items()
+    }
+
+
+def test_the_error_component_is_code_message_and_field_errors(schema: dict[str, Any]) -> None:
+    # given / when
+    error = schema["components"]["schemas"]["Error"]
+    # then
+    assert set(error["required"]) == {"code", "message", "errors"}
+    assert error["properties"]["code"]["type"] == "string"
+    assert error["properties"]["message"]["type"] == "string"
+    assert error["properties"]["errors"]["type"] == "object"
+    assert error["properties"]["errors"]["additionalProperties"] == {
+        "type": "array",
+        "items": {"type": "string"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("page", "marker"),
+    [("/api/schema/swagger/", b"swagger-ui"), ("/api/schema/redoc/", b"redoc")],
+)
+def test_the_documentation_page_is_served_as_html_reading_the_schema(
+    page: str, marker: bytes
+) -> None:
+    # given
+    client = Client()
+    # when
+    response = client.get(page)
+    # then
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/html")
+    assert marker in response.content.lower()
+    assert SCHEMA_URL.encode() in response.content
