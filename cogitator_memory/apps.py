@@ -9,5 +9,6 @@ class CogitatorMemoryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Importing registers the system checks and the settings-cache receiver.
+        # Importing registers the system checks and the settings-cache receivers.
         from cogitator_memory import checks, conf  # noqa: F401
+        from cogitator_memory.embeddings import registry, services  # noqa: F401

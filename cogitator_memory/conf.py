@@ -45,15 +45,32 @@ DEFAULTS: dict[str, Any] = {
         "BASE_URL": None,
         "TIMEOUT": 60.0,
     },
-    # The embedding service of recall and search. None means recall searches without
-    # vectors, as the specification allows.
+    # The embedding service and the vector store of recall and search. PROVIDER None
+    # means recall searches without vectors, as the specification allows.
     "EMBEDDINGS": {
+        # None, "openai", "ollama", "google", "local" (sentence-transformers, an optional
+        # extra), or the dotted path of a class taking the other keys as keyword arguments.
         "PROVIDER": None,
         "MODEL": None,
+        # The vector size; None takes the model's own. A store that finds vectors of
+        # another size stored reports the mismatch in vector_status().
         "DIMENSIONS": None,
         "API_KEY": None,
         "BASE_URL": None,
+        # Seconds per HTTP request to the provider.
         "TIMEOUT": 30.0,
+        # Texts per provider request; providers cap it lower where their API does.
+        "BATCH_SIZE": 64,
+        # Retries of a request answered 429 or 5xx (or timed out), with backoff.
+        "MAX_RETRIES": 4,
+        # "auto" (pgvector on PostgreSQL with the extension, else the exact in-process
+        # store), "pgvector", "exact", "qdrant", or a dotted path.
+        "STORE": "auto",
+        # Qdrant: a server URL, or a local path (or ":memory:") for the embedded mode.
+        "QDRANT_URL": None,
+        "QDRANT_PATH": None,
+        "QDRANT_API_KEY": None,
+        "QDRANT_COLLECTION": "cogitator_memory",
     },
 }
 

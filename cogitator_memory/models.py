@@ -1,6 +1,7 @@
 """Every model of the app, re-exported so Django finds them and callers import one place."""
 
 from cogitator_memory.access.models import Grant
+from cogitator_memory.embeddings.models import Embedding
 from cogitator_memory.threads.models import Entry, EntryType, Role, Thread
 
-__all__ = ["Entry", "EntryType", "Grant", "Role", "Thread"]
+__all__ = ["Embedding", "Entry", "EntryType", "Grant", "Role", "Thread"]

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 from django.db import NotSupportedError
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import CharField, F, Func
+from django.db.models import CharField, F, Func, JSONField, Q, QuerySet, Value
+from django.db.models.fields.json import KeyTransform
 from django.db.models.sql.compiler import SQLCompiler
 
 from cogitator_memory.exceptions import InvalidInput
+from cogitator_memory.jsondata import json_problem
 
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9_:@-]{1,128}$")
 
@@ -45,10 +48,10 @@ class JsonTypeOf(Func):
 
     output_field = CharField()
 
-    def __init__(self, field: str, key: str) -> None:
+    def __init__(self, field: str, key: str, *, error_field: str = "metadata") -> None:
         if not KEY_PATTERN.match(key):
             raise InvalidInput(
-                {"metadata": f"Filter key {key!r}: use letters, digits and _ : @ - only."}
+                {error_field: f"Filter key {key!r}: use letters, digits and _ : @ - only."}
             )
         self.key = key
         super().__init__(F(field))
@@ -87,3 +90,34 @@ class JsonTypeOf(Func):
             f" ELSE json_type({column}, %s) END"
         )
         return sql, (*params, path, *params, path)
+
+
+_Q = TypeVar("_Q", bound=QuerySet[Any])
+
+
+def filter_json_values(
+    queryset: _Q, field: str, values: Mapping[str, Any], *, error_field: str
+) -> _Q:
+    """Rows whose JSON ``field`` holds each key with an equal value of the same JSON type
+    (1 matches neither "1" nor true). Values are texts, numbers, booleans or None; raises
+    ``InvalidInput`` (on ``error_field``) for others and for keys outside
+    [A-Za-z0-9_:@-]."""
+    aliases: dict[str, Any] = {}
+    condition = Q()
+    for index, (key, value) in enumerate(values.items()):
+        if isinstance(value, dict | list):
+            raise InvalidInput(
+                {error_field: f"Filter value of {key!r} must be a text, number, boolean or null."}
+            )
+        problem = json_problem(value)
+        if problem:
+            raise InvalidInput({error_field: f"Filter value of {key!r}: {problem}"})
+        type_alias = f"{field}_type_{index}"
+        aliases[type_alias] = JsonTypeOf(field, str(key), error_field=error_field)
+        condition &= Q(**{f"{type_alias}__in": json_type_names(value)})
+        # For true, false and null the type name is the whole comparison.
+        if value is not None and not isinstance(value, bool):
+            value_alias = f"{field}_value_{index}"
+            aliases[value_alias] = KeyTransform(str(key), field)
+            condition &= Q(**{value_alias: Value(value, output_field=JSONField())})
+    return queryset.alias(**aliases).filter(condition)

@@ -8,10 +8,8 @@ from typing import TYPE_CHECKING, Any
 from django.db import models
 from django.db.models.fields.json import KeyTransform
 
-from cogitator_memory.exceptions import InvalidInput
-from cogitator_memory.jsondata import json_problem
 from cogitator_memory.scope import USER_ID_KEY, Scope
-from cogitator_memory.threads.json_types import JsonTypeOf, json_type_names
+from cogitator_memory.threads.json_types import filter_json_values
 
 if TYPE_CHECKING:
     from cogitator_memory.threads.models import Entry, Thread  # noqa: F401
@@ -49,30 +47,7 @@ class ThreadQuerySet(models.QuerySet["Thread"]):
         """Threads whose metadata holds each key with an equal value of the same JSON
         type (1 matches neither "1" nor true). Values are texts, numbers, booleans or
         None; raises ``InvalidInput`` for others and for keys outside [A-Za-z0-9_:@-]."""
-        aliases: dict[str, Any] = {}
-        condition = models.Q()
-        for index, (key, value) in enumerate(metadata.items()):
-            if isinstance(value, dict | list):
-                raise InvalidInput(
-                    {
-                        "metadata": f"Filter value of {key!r} must be a text, number, "
-                        "boolean or null."
-                    }
-                )
-            problem = json_problem(value)
-            if problem:
-                raise InvalidInput({"metadata": f"Filter value of {key!r}: {problem}"})
-            type_alias = f"meta_type_{index}"
-            aliases[type_alias] = JsonTypeOf("metadata", str(key))
-            condition &= models.Q(**{f"{type_alias}__in": json_type_names(value)})
-            # For true, false and null the type name is the whole comparison.
-            if value is not None and not isinstance(value, bool):
-                value_alias = f"meta_value_{index}"
-                aliases[value_alias] = KeyTransform(str(key), "metadata")
-                condition &= models.Q(
-                    **{value_alias: models.Value(value, output_field=models.JSONField())}
-                )
-        return self.alias(**aliases).filter(condition)
+        return filter_json_values(self, "metadata", metadata, error_field="metadata")
 
     def for_agents(self, agent_ids: Iterable[str]) -> ThreadQuerySet:
         """Threads of any of these agents."""

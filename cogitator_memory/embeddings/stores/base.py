@@ -1,0 +1,169 @@
+"""What the stores that keep embeddings in the Django database share."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from django.db import transaction
+from django.db.models import Q
+
+from cogitator_memory.embeddings.models import (
+    AGENT_ID_KEY,
+    INDEX_KEY,
+    THREAD_ID_KEY,
+    USER_ID_KEY,
+    Embedding,
+    new_embedding_id,
+)
+from cogitator_memory.embeddings.querysets import EmbeddingQuerySet
+from cogitator_memory.embeddings.types import (
+    EmbeddingFilter,
+    NewEmbedding,
+    StoredEmbedding,
+    require_conditions,
+)
+from cogitator_memory.exceptions import InvalidInput
+from cogitator_memory.jsondata import json_problem
+from cogitator_memory.threads.json_types import filter_json_values
+
+
+def vector_bytes(vector: Sequence[float] | np.ndarray) -> bytes:
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def bytes_vector(data: bytes | memoryview) -> np.ndarray:
+    return np.frombuffer(bytes(data), dtype="<f4")
+
+
+def check_vector(vector: Sequence[float], *, field: str = "vector") -> np.ndarray:
+    array = np.asarray(vector, dtype=np.float64)
+    if array.ndim != 1 or array.size == 0:
+        raise InvalidInput({field: "A vector is a non-empty list of numbers."})
+    if not np.all(np.isfinite(array)):
+        raise InvalidInput({field: "Vector values must be finite numbers."})
+    if not np.any(array):
+        raise InvalidInput({field: "A zero vector has no direction to compare."})
+    return array
+
+
+def _scope_value(metadata: dict[str, Any], key: str) -> str | None:
+    value = metadata.get(key)
+    return str(value) if value is not None else None
+
+
+def stored(row: Embedding, *, with_vector: bool = False) -> StoredEmbedding:
+    return StoredEmbedding(
+        id=row.id,
+        source_type=row.source_type,
+        source_id=row.source_id,
+        content=row.content,
+        metadata=dict(row.metadata or {}),
+        dimensions=row.dimensions,
+        created_at=row.created_at,
+        vector=bytes_vector(row.vector).tolist() if with_vector else None,
+    )
+
+
+def filtered(queryset: EmbeddingQuerySet, filter: EmbeddingFilter | None) -> EmbeddingQuerySet:
+    """Apply a filter: agent and thread also admit rows of no agent / thread."""
+    if filter is None:
+        return queryset
+    queryset = queryset.visible_to_agent(filter.agent_id).in_thread(filter.thread_id)
+    if filter.user_id is not None:
+        queryset = queryset.filter(Q(user_id=filter.user_id) | Q(user_id__isnull=True))
+    if filter.source_type is not None:
+        queryset = queryset.filter(source_type=filter.source_type)
+    if filter.index is not None:
+        queryset = queryset.filter(index_name=filter.index)
+    if filter.metadata:
+        queryset = filter_json_values(queryset, "metadata", filter.metadata, error_field="filter")
+    return queryset
+
+
+class DatabaseEmbeddingStore:
+    """Adds, reads and deletes embeddings as rows of ``Embedding``; subclasses search."""
+
+    def __init__(self, *, dimensions: int | None = None) -> None:
+        self.dimensions = dimensions
+
+    def _check_new(self, embedding: NewEmbedding) -> np.ndarray:
+        vector = check_vector(embedding.vector)
+        if self.dimensions is not None and vector.size != self.dimensions:
+            raise InvalidInput(
+                {"vector": f"Expected {self.dimensions} dimensions, got {vector.size}."}
+            )
+        problem = json_problem(dict(embedding.metadata)) or json_problem(embedding.content)
+        if problem:
+            raise InvalidInput({"metadata": problem})
+        if not embedding.source_id or not embedding.source_type:
+            raise InvalidInput({"source_id": "source_type and source_id are required."})
+        return vector
+
+    def _row(self, embedding: NewEmbedding, vector: np.ndarray) -> Embedding:
+        metadata = dict(embedding.metadata)
+        return Embedding(
+            id=embedding.id or new_embedding_id(),
+            source_type=embedding.source_type,
+            source_id=embedding.source_id,
+            index_name=str(metadata.get(INDEX_KEY) or ""),
+            content=embedding.content,
+            dimensions=int(vector.size),
+            vector=vector_bytes(vector),
+            metadata=metadata,
+            agent_id=_scope_value(metadata, AGENT_ID_KEY),
+            thread_id=_scope_value(metadata, THREAD_ID_KEY),
+            user_id=_scope_value(metadata, USER_ID_KEY),
+        )
+
+    @transaction.atomic
+    def add(self, embeddings: Sequence[NewEmbedding]) -> list[StoredEmbedding]:
+        """Store embeddings; one of the same (source type, source id, index) replaces the
+        one stored, so adding the same source again never duplicates it."""
+        rows = [self._row(embedding, self._check_new(embedding)) for embedding in embeddings]
+        for row in rows:
+            Embedding.objects.filter(
+                source_type=row.source_type, source_id=row.source_id, index_name=row.index_name
+            ).exclude(pk=row.pk).delete()
+        Embedding.objects.filter(pk__in=[row.pk for row in rows]).delete()
+        Embedding.objects.bulk_create(rows, batch_size=500)
+        self.after_write(rows)
+        return [stored(row) for row in rows]
+
+    def after_write(self, rows: list[Embedding]) -> None:
+        """Hook for stores that keep a second copy of the vector (pgvector)."""
+
+    def get_by_sources(
+        self, source_ids: Sequence[str], *, filter: EmbeddingFilter | None = None
+    ) -> list[StoredEmbedding]:
+        rows = filtered(Embedding.objects.of_sources(list(source_ids)), filter)
+        return [stored(row, with_vector=True) for row in rows.order_by("source_id", "id")]
+
+    def delete(self, ids: Sequence[str]) -> int:
+        deleted, _ = Embedding.objects.filter(pk__in=list(ids)).delete()
+        return deleted
+
+    def delete_by_sources(self, source_ids: Sequence[str]) -> int:
+        deleted, _ = Embedding.objects.of_sources(list(source_ids)).delete()
+        return deleted
+
+    def delete_by_filter(self, filter: EmbeddingFilter) -> int:
+        """Delete what the filter matches exactly: unlike a search, a filter on agent or
+        thread does not reach the shared rows of no agent or thread."""
+        require_conditions(filter)
+        queryset = Embedding.objects.all()
+        if filter.agent_id is not None:
+            queryset = queryset.filter(agent_id=filter.agent_id)
+        if filter.thread_id is not None:
+            queryset = queryset.filter(thread_id=filter.thread_id)
+        if filter.user_id is not None:
+            queryset = queryset.filter(user_id=filter.user_id)
+        queryset = filtered(
+            queryset,
+            EmbeddingFilter(
+                source_type=filter.source_type, index=filter.index, metadata=filter.metadata
+            ),
+        )
+        deleted, _ = queryset.delete()
+        return deleted
