@@ -37,11 +37,12 @@ class ExactEmbeddingStore(DatabaseEmbeddingStore):
         stored_dims = list(
             Embedding.objects.order_by().values_list("dimensions", flat=True).distinct()[:2]
         )
-        if self.dimensions is not None and stored_dims and stored_dims != [self.dimensions]:
+        others = [dims for dims in stored_dims if dims != self.dimensions]
+        if self.dimensions is not None and others:
             return VectorStatus(
                 False,
                 self.dimensions,
-                f"stored embeddings have {stored_dims[0]} dimensions; the store is configured "
+                f"stored embeddings have {others[0]} dimensions; the store is configured "
                 f"for {self.dimensions}",
             )
         return VectorStatus(True, self.dimensions or (stored_dims[0] if stored_dims else None))
@@ -73,13 +74,13 @@ class ExactEmbeddingStore(DatabaseEmbeddingStore):
             norms = np.linalg.norm(matrix, axis=1)
             norms[norms == 0] = 1.0
             scores = (matrix @ query) / norms
-            for row_id, score in zip(batch_ids, scores.tolist(), strict=True):
-                if threshold is not None and score < threshold:
-                    continue
-                if len(best) < limit:
-                    heapq.heappush(best, (score, row_id))
-                elif score > best[0][0]:
-                    heapq.heapreplace(best, (score, row_id))
+            kept = [
+                (score, row_id)
+                for row_id, score in zip(batch_ids, scores.tolist(), strict=True)
+                if threshold is None or score >= threshold
+            ]
+            # Ties at the cut keep the lowest ids, whatever order the rows were read in.
+            best[:] = heapq.nsmallest(limit, [*best, *kept], key=lambda pair: (-pair[0], pair[1]))
             batch_ids.clear()
             batch_vectors.clear()
 
