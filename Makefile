@@ -29,7 +29,7 @@ help:
 	@echo "make test-postgres  the pytest suite on embedded PostgreSQL"
 	@echo "make clean          remove .venv, caches and test databases (keeps db.sqlite3)"
 
-$(STAMP): requirements.txt requirements-dev.txt
+$(STAMP): requirements.txt requirements-dev.txt requirements-local.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
 		echo "Could not create $(VENV) with '$(PYTHON) -m venv'; on Debian: apt-get install python3-venv" >&2; \
 		exit 1; }
