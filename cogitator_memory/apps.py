@@ -11,4 +11,4 @@ class CogitatorMemoryConfig(AppConfig):
     def ready(self) -> None:
         # Importing registers the system checks and the settings-cache receivers.
         from cogitator_memory import checks, conf  # noqa: F401
-        from cogitator_memory.embeddings import registry, services  # noqa: F401
+        from cogitator_memory.embeddings import receivers, registry, services  # noqa: F401

@@ -178,7 +178,18 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULE: dict = {}
 
-COGITATOR_MEMORY: dict = {}
+# The embedding service and vector store of cogitator_memory ("EMBEDDINGS" in
+# cogitator_memory/conf.py). Without a provider, vector search and the message index are off.
+COGITATOR_MEMORY: dict = {
+    "EMBEDDINGS": {
+        "PROVIDER": os.environ.get("COGITATOR_MEMORY_EMBEDDINGS_PROVIDER") or None,
+        "MODEL": os.environ.get("COGITATOR_MEMORY_EMBEDDINGS_MODEL") or None,
+        "DIMENSIONS": int(os.environ.get("COGITATOR_MEMORY_EMBEDDINGS_DIMENSIONS") or 0) or None,
+        "API_KEY": os.environ.get("COGITATOR_MEMORY_EMBEDDINGS_API_KEY") or None,
+        "BASE_URL": os.environ.get("COGITATOR_MEMORY_EMBEDDINGS_BASE_URL") or None,
+        "STORE": os.environ.get("COGITATOR_MEMORY_EMBEDDINGS_STORE") or "auto",
+    }
+}
 
 LOGGING = {
     "version": 1,

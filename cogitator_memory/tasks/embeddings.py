@@ -1,0 +1,64 @@
+"""Tasks of the message index: embed entries, delete the vectors of entries.
+
+Each takes entry ids (never entries) and calls one service of
+``embeddings/message_index.py``. Both are safe to run twice: a store replaces the vector
+of the same source, and deleting what is gone deletes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from django.db import OperationalError
+
+from cogitator_memory.embeddings import message_index
+from cogitator_memory.embeddings.services import EmbeddingServiceError
+from cogitator_memory.threads.models import Entry
+
+logger = logging.getLogger(__name__)
+
+# Providers already retry a 429 or 5xx a few times within one request (EMBEDDINGS
+# MAX_RETRIES); these retries wait out a longer outage: 1 s, 2 s, 4 s ... up to 10 minutes
+# apart, about half an hour in all.
+TASK_MAX_RETRIES = 8
+TASK_RETRY_BACKOFF_MAX = 600
+# A provider that fails, and a database that is briefly locked (SQLite) or restarting.
+RETRIED_ERRORS = (EmbeddingServiceError, OperationalError)
+
+
+@shared_task(
+    autoretry_for=RETRIED_ERRORS,
+    retry_backoff=True,
+    retry_backoff_max=TASK_RETRY_BACKOFF_MAX,
+    retry_jitter=True,
+    max_retries=TASK_MAX_RETRIES,
+    # Acknowledged after it ran: a worker lost mid-task leaves it to another worker.
+    acks_late=True,
+    ignore_result=True,
+)
+def embed_entries_task(entry_ids: list[str]) -> int:
+    """Embed the entries that still exist into the message index, skipping those that
+    already have a vector there (a redelivered task embeds nothing twice). Returns how
+    many were embedded."""
+    present = list(Entry.objects.filter(pk__in=entry_ids).values_list("pk", flat=True))
+    if len(present) < len(set(entry_ids)):
+        logger.info("Not embedding %d entries that are gone.", len(set(entry_ids)) - len(present))
+    if not present:
+        return 0
+    return message_index.index_entries(present, only_missing=True)
+
+
+@shared_task(
+    autoretry_for=RETRIED_ERRORS,
+    retry_backoff=True,
+    retry_backoff_max=TASK_RETRY_BACKOFF_MAX,
+    retry_jitter=True,
+    max_retries=TASK_MAX_RETRIES,
+    acks_late=True,
+    ignore_result=True,
+)
+def unindex_entries_task(entry_ids: list[str]) -> int:
+    """Delete every vector of these entries (deleted, redacted, or of a cleared or
+    deleted thread). Returns how many vectors were deleted."""
+    return message_index.unindex_entries(entry_ids)

@@ -1,0 +1,296 @@
+"""``manage.py reindex_messages``: scopes, the progress bar, and resuming a run stopped
+part way from its checkpoint file."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import override_settings
+
+from cogitator_memory.embeddings.registry import get_embedding_store
+from cogitator_memory.threads.models import Entry
+from tests.embeddings.fakes import HASH_EMBEDDINGS, HashEmbeddings
+from tests.factories import EntryFactory, ThreadFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def hash_embeddings() -> Iterator[type[HashEmbeddings]]:
+    HashEmbeddings.reset()
+    with override_settings(COGITATOR_MEMORY={"EMBEDDINGS": HASH_EMBEDDINGS}):
+        yield HashEmbeddings
+    HashEmbeddings.reset()
+
+
+@pytest.fixture
+def entries() -> list[Entry]:
+    """Five messages of thread t1 (agent-1), one of t2 (agent-1), one of t3 (agent-2),
+    written without signals, so none has a vector yet."""
+    t1 = ThreadFactory(id="t1", agent_id="agent-1")
+    written = [EntryFactory(thread=t1, content=f"t1 message {n}") for n in range(5)]
+    written.append(EntryFactory(thread=ThreadFactory(id="t2", agent_id="agent-1"), content="t2"))
+    written.append(EntryFactory(thread=ThreadFactory(id="t3", agent_id="agent-2"), content="t3"))
+    return written
+
+
+def reindex(*args: str) -> str:
+    out = io.StringIO()
+    call_command("reindex_messages", *args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+def indexed_threads() -> list[str]:
+    ids = list(Entry.objects.values_list("pk", flat=True))
+    return sorted(
+        {vector.metadata["threadId"] for vector in get_embedding_store().get_by_sources(ids)}
+    )
+
+
+def indexed_entries() -> set[str]:
+    ids = list(Entry.objects.values_list("pk", flat=True))
+    return {vector.source_id for vector in get_embedding_store().get_by_sources(ids)}
+
+
+def t1_ids_in_order() -> list[str]:
+    return sorted(Entry.objects.filter(thread_id="t1").values_list("pk", flat=True))
+
+
+# --- scopes --------------------------------------------------------------------------------
+
+
+def test_thread_scope_embeds_the_messages_of_that_thread(entries: list[Entry]) -> None:
+    # when
+    reindex("--thread", "t1")
+    # then
+    assert indexed_threads() == ["t1"]
+    assert len(indexed_entries()) == 5
+
+
+def test_agent_scope_embeds_the_threads_of_that_agent(entries: list[Entry]) -> None:
+    # when
+    reindex("--agent", "agent-1")
+    # then
+    assert indexed_threads() == ["t1", "t2"]
+
+
+def test_all_scope_embeds_every_thread(entries: list[Entry]) -> None:
+    # when
+    reindex("--all")
+    # then
+    assert indexed_threads() == ["t1", "t2", "t3"]
+
+
+def test_a_scope_is_required() -> None:
+    # when
+    with pytest.raises(CommandError) as raised:
+        reindex()
+    # then
+    assert str(raised.value) == "Error: one of the arguments --thread --agent --all is required"
+
+
+def test_only_one_scope_is_taken() -> None:
+    # when
+    with pytest.raises(CommandError) as raised:
+        reindex("--thread", "t1", "--all")
+    # then
+    assert str(raised.value) == "Error: argument --all: not allowed with argument --thread"
+
+
+def test_an_unknown_thread_is_reported() -> None:
+    # when
+    with pytest.raises(CommandError) as raised:
+        reindex("--thread", "nope")
+    # then
+    assert str(raised.value) == "Thread not found: 'nope'"
+
+
+def test_without_a_provider_the_command_says_the_index_is_off(entries: list[Entry]) -> None:
+    # when
+    with override_settings(COGITATOR_MEMORY={}), pytest.raises(CommandError) as raised:
+        reindex("--all")
+    # then
+    assert str(raised.value) == (
+        "The message index is off: no embedding provider is configured "
+        "(set COGITATOR_MEMORY['EMBEDDINGS']['PROVIDER'])."
+    )
+
+
+# --- output and batches --------------------------------------------------------------------
+
+
+def test_the_progress_bar_counts_the_entries_and_a_summary_follows(entries: list[Entry]) -> None:
+    # when
+    output = reindex("--thread", "t1", "--batch-size", "2")
+    # then
+    assert "5/5" in output
+    assert "100%" in output
+    assert output.rstrip().endswith(
+        "Re-indexed thread t1: 5 of 5 entries embedded (the others are redacted or have no text)."
+    )
+
+
+def test_redacted_entries_are_counted_but_not_embedded(entries: list[Entry]) -> None:
+    # given
+    EntryFactory(
+        thread=entries[0].thread,
+        content="[redacted]",
+        redaction={"at": "2026-01-01T00:00:00+00:00"},
+    )
+    # when
+    output = reindex("--thread", "t1")
+    # then
+    assert "Re-indexed thread t1: 5 of 6 entries embedded" in output
+
+
+def test_verbosity_zero_shows_no_progress_bar(entries: list[Entry]) -> None:
+    # when
+    output = reindex("--thread", "t1", "--verbosity", "0")
+    # then
+    assert "5/5" not in output
+    assert output.startswith("Re-indexed thread t1")
+
+
+def test_batch_size_sets_the_texts_per_provider_request(
+    entries: list[Entry], hash_embeddings: type[HashEmbeddings]
+) -> None:
+    # when
+    reindex("--thread", "t1", "--batch-size", "2")
+    # then
+    assert [len(call) for call in hash_embeddings.calls] == [2, 2, 1]
+
+
+def test_a_batch_size_below_one_is_refused() -> None:
+    # when
+    with pytest.raises(CommandError) as raised:
+        reindex("--all", "--batch-size", "0")
+    # then
+    assert str(raised.value) == "--batch-size must be 1 or more."
+
+
+# --- resuming ------------------------------------------------------------------------------
+
+
+def test_a_failed_run_records_the_last_entry_done_in_its_checkpoint(
+    entries: list[Entry], hash_embeddings: type[HashEmbeddings], tmp_path: Path
+) -> None:
+    # given: the provider fails on the second batch
+    checkpoint = tmp_path / "reindex.json"
+    hash_embeddings.fail_on(2)
+    # when
+    with pytest.raises(CommandError) as raised:
+        reindex("--thread", "t1", "--batch-size", "2", "--checkpoint", str(checkpoint))
+    # then
+    assert str(raised.value) == (
+        "Stopped: hash embeddings failed (HTTP 503): unavailable. "
+        f"Run the same command again to continue from {checkpoint}."
+    )
+    assert json.loads(checkpoint.read_text()) == {
+        "version": 1,
+        "scope": {"thread_id": "t1", "agent_id": None, "all_threads": False},
+        "last_entry_id": t1_ids_in_order()[1],
+    }
+    assert indexed_entries() == set(t1_ids_in_order()[:2])
+
+
+def test_a_run_started_again_continues_after_its_checkpoint(
+    entries: list[Entry], hash_embeddings: type[HashEmbeddings], tmp_path: Path
+) -> None:
+    # given: a run that stopped after its first batch of two
+    checkpoint = tmp_path / "reindex.json"
+    hash_embeddings.fail_on(2)
+    arguments = ("--thread", "t1", "--batch-size", "2", "--checkpoint", str(checkpoint))
+    with pytest.raises(CommandError):
+        reindex(*arguments)
+    hash_embeddings.reset()
+    # when
+    output = reindex(*arguments)
+    # then: only the three entries after the checkpoint were sent
+    ids = t1_ids_in_order()
+    assert f"Resuming after entry {ids[1]} (from {checkpoint})." in output
+    assert "3/3" in output
+    assert hash_embeddings.texts() == [
+        entry.content for entry in sorted(entries[:5], key=lambda entry: entry.pk)[2:]
+    ]
+    assert indexed_entries() == set(ids)
+    assert not checkpoint.exists()
+
+
+def test_an_interrupted_run_keeps_its_checkpoint(
+    entries: list[Entry], hash_embeddings: type[HashEmbeddings], tmp_path: Path
+) -> None:
+    # given: Ctrl-C during the third batch
+    checkpoint = tmp_path / "reindex.json"
+    hash_embeddings.fail_on(3, KeyboardInterrupt())
+    # when
+    with pytest.raises(CommandError) as raised:
+        reindex("--thread", "t1", "--batch-size", "2", "--checkpoint", str(checkpoint))
+    # then
+    assert str(raised.value) == (
+        f"Interrupted. Run the same command again to continue from {checkpoint}."
+    )
+    assert json.loads(checkpoint.read_text())["last_entry_id"] == t1_ids_in_order()[3]
+
+
+def test_a_failed_run_without_a_checkpoint_says_how_to_make_one_resumable(
+    entries: list[Entry], hash_embeddings: type[HashEmbeddings]
+) -> None:
+    # given
+    hash_embeddings.fail_on(1)
+    # when
+    with pytest.raises(CommandError) as raised:
+        reindex("--all")
+    # then
+    assert str(raised.value) == (
+        "Stopped: hash embeddings failed (HTTP 503): unavailable. "
+        "Use --checkpoint FILE to be able to resume a run."
+    )
+
+
+def test_a_checkpoint_of_another_scope_is_refused(entries: list[Entry], tmp_path: Path) -> None:
+    # given
+    checkpoint = tmp_path / "reindex.json"
+    checkpoint.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "scope": {"thread_id": None, "agent_id": "agent-2", "all_threads": False},
+                "last_entry_id": "entry_x",
+            }
+        )
+    )
+    # when
+    with pytest.raises(CommandError) as raised:
+        reindex("--thread", "t1", "--checkpoint", str(checkpoint))
+    # then
+    assert str(raised.value) == (
+        f"The checkpoint {checkpoint} belongs to a run over the threads of agent agent-2; "
+        "use another file, or delete it to start over."
+    )
+    assert indexed_entries() == set()
+
+
+def test_a_file_that_is_not_a_checkpoint_is_refused(tmp_path: Path) -> None:
+    # given
+    checkpoint = tmp_path / "notes.json"
+    checkpoint.write_text('{"hello": "world"}')
+    # when
+    with pytest.raises(CommandError) as raised:
+        reindex("--all", "--checkpoint", str(checkpoint))
+    # then
+    assert str(raised.value) == f"{checkpoint} is not a checkpoint of reindex_messages."
+
+
+def test_a_finished_run_deletes_its_checkpoint(entries: list[Entry], tmp_path: Path) -> None:
+    # given
+    checkpoint = tmp_path / "reindex.json"
+    # when
+    reindex("--all", "--checkpoint", str(checkpoint))
+    # then
+    assert not checkpoint.exists()
+    assert list(tmp_path.iterdir()) == []
