@@ -27,6 +27,13 @@ from cogitator_memory.exceptions import (
     ThreadAlreadyExists,
     ThreadNotFound,
 )
+from cogitator_memory.threads.entry_sql import (
+    entry_connection,
+    insert_entry,
+    locked_thread_state,
+    parent_is_in_thread,
+    statements,
+)
 from cogitator_memory.threads.models import (
     FORK_OF_KEY,
     FORKED_FROM_KEY,
@@ -225,19 +232,25 @@ def add_entry(
         token_count=token_count,
         created_at=created_at,
     )
-    thread = _lock_thread(thread_id)
+    connection = entry_connection()
+    sql = statements(connection)
+    state = locked_thread_state(connection, sql, thread_id)
+    if state is None:
+        raise ThreadNotFound(thread_id)
+    last_seq, active_leaf_id = state
     if parent_id is UNSET:
-        resolved_parent = thread.active_leaf_id
+        resolved_parent = active_leaf_id
     elif parent_id is None:
         resolved_parent = None
+    elif isinstance(parent_id, str) and parent_is_in_thread(connection, sql, parent_id, thread_id):
+        resolved_parent = parent_id
     else:
-        resolved_parent = _require_entry_in_thread(parent_id, thread_id, field="parent_id").pk
-    seq = thread.next_seq + 1
+        raise EntryNotInThread(str(parent_id), thread_id, field="parent_id")
     entry = Entry(
         id=new_entry_id(),
         thread_id=thread_id,
         parent_id=resolved_parent,
-        seq=seq,
+        seq=last_seq + 1,
         type=type,
         role=role,
         content=_json_copy(content),
@@ -260,11 +273,7 @@ def add_entry(
         ),
         created_at=created_at or timezone.now(),
     )
-    entry.save(force_insert=True)
-    updates: dict[str, Any] = {"next_seq": seq}
-    if activate:
-        updates["active_leaf"] = entry.pk
-    Thread.objects.filter(pk=thread_id).update(**updates)
+    insert_entry(connection, sql, entry, activate=activate)
     transaction.on_commit(lambda: signals.entry_added.send(sender=Entry, entry=entry))
     return entry
 

@@ -1,0 +1,136 @@
+"""The statements of ``add_entry``, sent as SQL through the model fields' own adapters.
+
+``add_entry`` is the hottest write of the app (every turn of every conversation). Built
+through the ORM it spends most of its time compiling three queries and building a model
+instance for the locked thread row, several times what the database needs
+(bench/RESULTS.md, "Where add_entry's time goes"). These statements are compiled once
+per database connection vendor and carry values converted by each field's
+``get_db_prep_save``, exactly as ``Model.save`` would, so both paths store the same data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from django.db import connections, router
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+from cogitator_memory.threads.models import Entry, Thread
+
+
+@dataclass(frozen=True)
+class EntrySQL:
+    lock_thread: str
+    parent_in_thread: str
+    insert_entry: str
+    advance_thread: str
+    advance_thread_and_leaf: str
+    entry_fields: tuple[Any, ...]
+    preparers: tuple[Callable[[Any, Any, BaseDatabaseWrapper], Any], ...]
+
+
+def _column(model: type[Any], name: str) -> str:
+    column = model._meta.get_field(name).column
+    assert isinstance(column, str)
+    return column
+
+
+def _as_is(value: Any, field: Any, connection: BaseDatabaseWrapper) -> Any:
+    return value
+
+
+def _by_field(value: Any, field: Any, connection: BaseDatabaseWrapper) -> Any:
+    return field.get_db_prep_save(value, connection)
+
+
+# Texts and whole numbers reach the driver as they are; every other field (JSON, times)
+# goes through its own adapter, as Model.save() sends it.
+PLAIN_FIELD_TYPES = frozenset(
+    {"CharField", "ForeignKey", "PositiveBigIntegerField", "PositiveIntegerField"}
+)
+
+
+def _preparer(field: Any) -> Callable[[Any, Any, BaseDatabaseWrapper], Any]:
+    return _as_is if field.get_internal_type() in PLAIN_FIELD_TYPES else _by_field
+
+
+@lru_cache(maxsize=8)
+def _statements(vendor: str, lock_clause: str, quote_key: str) -> EntrySQL:
+    connection = connections[quote_key]
+    quote = connection.ops.quote_name
+    thread_table = quote(Thread._meta.db_table)
+    entry_table = quote(Entry._meta.db_table)
+    thread_id = quote(_column(Thread, "id"))
+    next_seq = quote(_column(Thread, "next_seq"))
+    leaf = quote(_column(Thread, "active_leaf"))
+    entry_id = quote(_column(Entry, "id"))
+    entry_thread = quote(_column(Entry, "thread"))
+    fields = tuple(Entry._meta.concrete_fields)
+    columns = ", ".join(quote(str(field.column)) for field in fields)
+    placeholders = ", ".join(["%s"] * len(fields))
+    return EntrySQL(
+        lock_thread=(
+            f"SELECT {next_seq}, {leaf} FROM {thread_table} WHERE {thread_id} = %s{lock_clause}"
+        ),
+        parent_in_thread=(
+            f"SELECT 1 FROM {entry_table} WHERE {entry_id} = %s AND {entry_thread} = %s"
+        ),
+        insert_entry=f"INSERT INTO {entry_table} ({columns}) VALUES ({placeholders})",
+        advance_thread=f"UPDATE {thread_table} SET {next_seq} = %s WHERE {thread_id} = %s",
+        advance_thread_and_leaf=(
+            f"UPDATE {thread_table} SET {next_seq} = %s, {leaf} = %s WHERE {thread_id} = %s"
+        ),
+        entry_fields=fields,
+        preparers=tuple(_preparer(field) for field in fields),
+    )
+
+
+def entry_connection() -> BaseDatabaseWrapper:
+    return connections[router.db_for_write(Entry)]
+
+
+def statements(connection: BaseDatabaseWrapper) -> EntrySQL:
+    # A row lock where the database has one; SQLite's IMMEDIATE transaction already holds
+    # the database's write lock.
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    return _statements(connection.vendor, lock, connection.alias)
+
+
+def locked_thread_state(
+    connection: BaseDatabaseWrapper, sql: EntrySQL, thread_id: str
+) -> tuple[int, str | None] | None:
+    """(last seq, active leaf id) of the thread, locked until commit; None if missing."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql.lock_thread, [thread_id])
+        row = cursor.fetchone()
+    return (int(row[0]), row[1]) if row else None
+
+
+def parent_is_in_thread(
+    connection: BaseDatabaseWrapper, sql: EntrySQL, parent_id: str, thread_id: str
+) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(sql.parent_in_thread, [parent_id, thread_id])
+        return cursor.fetchone() is not None
+
+
+def insert_entry(
+    connection: BaseDatabaseWrapper, sql: EntrySQL, entry: Entry, *, activate: bool
+) -> None:
+    """Insert the entry and advance the thread's seq (and leaf) in the open transaction."""
+    values = [
+        prepare(getattr(entry, field.attname), field, connection)
+        for field, prepare in zip(sql.entry_fields, sql.preparers, strict=True)
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql.insert_entry, values)
+        if activate:
+            cursor.execute(sql.advance_thread_and_leaf, [entry.seq, entry.pk, entry.thread_id])
+        else:
+            cursor.execute(sql.advance_thread, [entry.seq, entry.thread_id])
+    # The instance now mirrors a stored row, as after Model.save().
+    entry._state.adding = False
+    entry._state.db = connection.alias
