@@ -28,6 +28,10 @@ from cogitator_memory.exceptions import InvalidInput
 from cogitator_memory.jsondata import json_problem
 from cogitator_memory.threads.json_types import filter_json_values
 
+# Sources per DELETE when adding replaces what was stored; keeps each statement's
+# parameter count well under SQLite's limit.
+REPLACE_CHUNK_SIZE = 200
+
 
 def vector_bytes(vector: Sequence[float] | np.ndarray) -> bytes:
     return np.asarray(vector, dtype="<f4").tobytes()
@@ -122,11 +126,17 @@ class DatabaseEmbeddingStore:
         """Store embeddings; one of the same (source type, source id, index) replaces the
         one stored, so adding the same source again never duplicates it."""
         rows = [self._row(embedding, self._check_new(embedding)) for embedding in embeddings]
-        for row in rows:
-            Embedding.objects.filter(
-                source_type=row.source_type, source_id=row.source_id, index_name=row.index_name
-            ).exclude(pk=row.pk).delete()
-        Embedding.objects.filter(pk__in=[row.pk for row in rows]).delete()
+        # One DELETE per chunk of sources: the rows these replace, and rows of these ids.
+        for start in range(0, len(rows), REPLACE_CHUNK_SIZE):
+            chunk = rows[start : start + REPLACE_CHUNK_SIZE]
+            same_source = Q(pk__in=[row.pk for row in chunk])
+            for row in chunk:
+                same_source |= Q(
+                    source_type=row.source_type,
+                    source_id=row.source_id,
+                    index_name=row.index_name,
+                )
+            Embedding.objects.filter(same_source).delete()
         Embedding.objects.bulk_create(rows, batch_size=500)
         self.after_write(rows)
         return [stored(row) for row in rows]
