@@ -50,6 +50,7 @@ system-packages:
 # Redis for the Celery round-trip test; started when root and nothing answers on 6379.
 services:
 	@$(TIMED) "redis" bash scripts/ensure-redis.sh
+	@$(TIMED) "debian postgres" bash scripts/ensure-debian-postgres.sh
 
 # Prerequisites run left to right (.NOTPARALLEL), and make stops at the first that fails.
 test: system-packages services $(STAMP) lint typecheck test-sqlite test-postgres
