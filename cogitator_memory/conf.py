@@ -71,6 +71,9 @@ DEFAULTS: dict[str, Any] = {
         "QDRANT_PATH": None,
         "QDRANT_API_KEY": None,
         "QDRANT_COLLECTION": "cogitator_memory",
+        # Whether the search API shows shared embeddings (of no agent, user or thread) to
+        # every principal. Off: a principal sees only rows of its granted agents.
+        "API_SEARCH_SHARED": False,
     },
 }
 

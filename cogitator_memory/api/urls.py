@@ -10,6 +10,7 @@ from cogitator_memory.api.views.branches import (
     ThreadRewindView,
 )
 from cogitator_memory.api.views.entries import EntryDetailView, EntryRedactView, ThreadEntriesView
+from cogitator_memory.api.views.search import SearchView
 from cogitator_memory.api.views.threads import ThreadDetailView, ThreadListView
 
 app_name = "cogitator_memory_api"
@@ -24,4 +25,5 @@ urlpatterns = [
     path("threads/<str:thread_id>/fork/", ThreadForkView.as_view(), name="thread-fork"),
     path("entries/<str:entry_id>/", EntryDetailView.as_view(), name="entry-detail"),
     path("entries/<str:entry_id>/redact/", EntryRedactView.as_view(), name="entry-redact"),
+    path("search/", SearchView.as_view(), name="search"),
 ]

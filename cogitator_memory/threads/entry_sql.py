@@ -100,37 +100,32 @@ def statements(connection: BaseDatabaseWrapper) -> EntrySQL:
 
 
 def locked_thread_state(
-    connection: BaseDatabaseWrapper, sql: EntrySQL, thread_id: str
+    cursor: Any, sql: EntrySQL, thread_id: str
 ) -> tuple[int, str | None] | None:
     """(last seq, active leaf id) of the thread, locked until commit; None if missing."""
-    with connection.cursor() as cursor:
-        cursor.execute(sql.lock_thread, [thread_id])
-        row = cursor.fetchone()
+    cursor.execute(sql.lock_thread, [thread_id])
+    row = cursor.fetchone()
     return (int(row[0]), row[1]) if row else None
 
 
-def parent_is_in_thread(
-    connection: BaseDatabaseWrapper, sql: EntrySQL, parent_id: str, thread_id: str
-) -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute(sql.parent_in_thread, [parent_id, thread_id])
-        return cursor.fetchone() is not None
+def parent_is_in_thread(cursor: Any, sql: EntrySQL, parent_id: str, thread_id: str) -> bool:
+    cursor.execute(sql.parent_in_thread, [parent_id, thread_id])
+    return cursor.fetchone() is not None
 
 
 def insert_entry(
-    connection: BaseDatabaseWrapper, sql: EntrySQL, entry: Entry, *, activate: bool
+    connection: BaseDatabaseWrapper, cursor: Any, sql: EntrySQL, entry: Entry, *, activate: bool
 ) -> None:
     """Insert the entry and advance the thread's seq (and leaf) in the open transaction."""
     values = [
         prepare(getattr(entry, field.attname), field, connection)
         for field, prepare in zip(sql.entry_fields, sql.preparers, strict=True)
     ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql.insert_entry, values)
-        if activate:
-            cursor.execute(sql.advance_thread_and_leaf, [entry.seq, entry.pk, entry.thread_id])
-        else:
-            cursor.execute(sql.advance_thread, [entry.seq, entry.thread_id])
+    cursor.execute(sql.insert_entry, values)
+    if activate:
+        cursor.execute(sql.advance_thread_and_leaf, [entry.seq, entry.pk, entry.thread_id])
+    else:
+        cursor.execute(sql.advance_thread, [entry.seq, entry.thread_id])
     # The instance now mirrors a stored row, as after Model.save().
     entry._state.adding = False
     entry._state.db = connection.alias

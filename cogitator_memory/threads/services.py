@@ -234,46 +234,48 @@ def add_entry(
     )
     connection = entry_connection()
     sql = statements(connection)
-    state = locked_thread_state(connection, sql, thread_id)
-    if state is None:
-        raise ThreadNotFound(thread_id)
-    last_seq, active_leaf_id = state
-    if parent_id is UNSET:
-        resolved_parent = active_leaf_id
-    elif parent_id is None:
-        resolved_parent = None
-    elif isinstance(parent_id, str) and parent_is_in_thread(connection, sql, parent_id, thread_id):
-        resolved_parent = parent_id
-    else:
-        raise EntryNotInThread(str(parent_id), thread_id, field="parent_id")
-    entry = Entry(
-        id=new_entry_id(),
-        thread_id=thread_id,
-        parent_id=resolved_parent,
-        seq=last_seq + 1,
-        type=type,
-        role=role,
-        content=_json_copy(content),
-        name=name,
-        tool_call_id=tool_call_id,
-        tool_calls=_json_copy(tool_calls),
-        tool_results=_json_copy(tool_results),
-        event=_json_copy(event),
-        metadata=validate_metadata(metadata) if metadata is not None else None,
-        token_count=(
-            token_count
-            if token_count is not None
-            else count_entry_fields_tokens(
-                content=content,
-                name=name,
-                tool_calls=tool_calls,
-                tool_results=tool_results,
-                event=event,
-            )
-        ),
-        created_at=created_at or timezone.now(),
-    )
-    insert_entry(connection, sql, entry, activate=activate)
+    # One cursor for the three or four statements of the write.
+    with connection.cursor() as cursor:
+        state = locked_thread_state(cursor, sql, thread_id)
+        if state is None:
+            raise ThreadNotFound(thread_id)
+        last_seq, active_leaf_id = state
+        if parent_id is UNSET:
+            resolved_parent = active_leaf_id
+        elif parent_id is None:
+            resolved_parent = None
+        elif isinstance(parent_id, str) and parent_is_in_thread(cursor, sql, parent_id, thread_id):
+            resolved_parent = parent_id
+        else:
+            raise EntryNotInThread(str(parent_id), thread_id, field="parent_id")
+        entry = Entry(
+            id=new_entry_id(),
+            thread_id=thread_id,
+            parent_id=resolved_parent,
+            seq=last_seq + 1,
+            type=type,
+            role=role,
+            content=_json_copy(content),
+            name=name,
+            tool_call_id=tool_call_id,
+            tool_calls=_json_copy(tool_calls),
+            tool_results=_json_copy(tool_results),
+            event=_json_copy(event),
+            metadata=validate_metadata(metadata) if metadata is not None else None,
+            token_count=(
+                token_count
+                if token_count is not None
+                else count_entry_fields_tokens(
+                    content=content,
+                    name=name,
+                    tool_calls=tool_calls,
+                    tool_results=tool_results,
+                    event=event,
+                )
+            ),
+            created_at=created_at or timezone.now(),
+        )
+        insert_entry(connection, cursor, sql, entry, activate=activate)
     transaction.on_commit(lambda: signals.entry_added.send(sender=Entry, entry=entry))
     return entry
 

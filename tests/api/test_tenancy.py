@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -40,6 +40,10 @@ from tests.api.conftest import (
     token_client,
     write_conversation,
 )
+from tests.search.support import CONCEPT_PROVIDER, embeddings_settings, write_text
+
+if TYPE_CHECKING:
+    from pytest_django.fixtures import Settings as SettingsWrapper
 
 pytestmark = pytest.mark.django_db
 
@@ -116,6 +120,27 @@ def key_principal(
     return Principal(f"API key {name}", api_key_client(key), api_key=api_key, key=key)
 
 
+def index_for_search(conversation: Conversation) -> None:
+    """The conversation's messages as embeddings, with its thread's agent, thread and user,
+    as the message index stores them: a search that crossed principals would show them."""
+    thread = conversation.thread
+    for entry in (
+        conversation.root,
+        conversation.reply,
+        conversation.follow_up,
+        conversation.retry,
+    ):
+        write_text(
+            entry.pk,
+            str(entry.content),
+            agent=thread.agent_id,
+            thread=thread.pk,
+            user=thread.metadata.get("userId"),
+            source_type="message",
+            index="messages",
+        )
+
+
 SCENARIOS = ["user-acts-on-api-key", "api-key-acts-on-user", "same-agent-other-user"]
 
 
@@ -124,7 +149,10 @@ def world(
     request: pytest.FixtureRequest,
     make_user: Callable[..., User],
     make_api_key: Callable[..., tuple[APIKey, str]],
+    settings: SettingsWrapper,
 ) -> World:
+    # An embedding service, so that searches run every channel.
+    settings.COGITATOR_MEMORY = embeddings_settings(CONCEPT_PROVIDER)
     if request.param == "same-agent-other-user":
         # One agent, two users: the boundary is metadata.userId alone.
         actor = user_principal(make_user, "desk-u1", {"agent-s": ["u1"]}, session=True)
@@ -147,6 +175,8 @@ def world(
         theirs = write_conversation(
             victim_agent, {"userId": victim_user, "topic": "theirs-topic"}, tag=VICTIM_TAG
         )
+    index_for_search(own)
+    index_for_search(theirs)
     return World(actor, victim, own, theirs, victim_agent, victim_user)
 
 
@@ -172,6 +202,7 @@ class Attempt:
     a list that must hold the actor's own thread; ``lists_nothing``: an empty list.
     ``compare_with_missing`` False where the API documents a different answer for a free
     id (a taken id is a conflict) or where the attempt names no object (lists).
+    ``finds_own``: a search whose hits must hold the actor's own reply.
     """
 
     label: str
@@ -183,6 +214,7 @@ class Attempt:
     lists_own: bool = False
     lists_nothing: bool = False
     compare_with_missing: bool = True
+    finds_own: bool = False
 
 
 NEW_ENTRY = {"role": "user", "content": "Intruding."}
@@ -202,6 +234,20 @@ def listing(
         path,
         200,
         lists_own=lists_own,
+        lists_nothing=lists_nothing,
+        compare_with_missing=False,
+    )
+
+
+def search(
+    label: str, path: str, *, finds_own: bool = True, lists_nothing: bool = False
+) -> Attempt:
+    # Like a list: checked for leaks, and that the actor's own messages are found.
+    return Attempt(
+        label,
+        path,
+        200,
+        finds_own=finds_own,
         lists_nothing=lists_nothing,
         compare_with_missing=False,
     )
@@ -443,6 +489,36 @@ MATRIX: dict[tuple[str, str], list[Attempt]] = {
         ),
     ],
     ("entries/<str:entry_id>/redact/", "OPTIONS"): options("entries/{victim_entry}/redact/"),
+    ("search/", "GET"): [
+        search("keyword search of words both sides wrote", "search/?q=depot&mode=keyword"),
+        search("vector search", "search/?q=depot&mode=vector&limit=100"),
+        search("hybrid search, the largest page", "search/?q=parcel depot&limit=100"),
+        search(
+            "filtered by the victim's agent",
+            "search/?q=parcel&limit=100&agent_id={victim_agent}",
+            finds_own=False,
+        ),
+        search(
+            "filtered by the victim's user",
+            "search/?q=parcel&limit=100&user_id={victim_user}",
+            finds_own=False,
+            lists_nothing=True,
+        ),
+        search(
+            "filtered by the victim's thread",
+            "search/?q=parcel&limit=100&thread_id={victim_thread}",
+            finds_own=False,
+            lists_nothing=True,
+        ),
+        search(
+            "the victim's own words",
+            "search/?q=victim secret&mode=keyword",
+            finds_own=False,
+            lists_nothing=True,
+        ),
+    ],
+    ("search/", "HEAD"): [Attempt("head of a search", "search/?q=parcel", 200)],
+    ("search/", "OPTIONS"): [Attempt("options of the search", "search/", 200)],
 }
 
 
@@ -501,6 +577,7 @@ def test_the_walk_finds_the_endpoints_of_the_api():
         "threads/<str:thread_id>/fork/",
         "entries/<str:entry_id>/",
         "entries/<str:entry_id>/redact/",
+        "search/",
     }
     # when
     declared = declared_endpoints()
@@ -579,6 +656,8 @@ def test_no_read_or_write_crosses_to_the_other_principal(
         assert world.own.thread_id in [t["id"] for t in sent.data["results"]]
     if attempt.lists_nothing:
         assert sent.data["results"] == []
+    if attempt.finds_own:
+        assert world.own.reply.pk in [hit["source_id"] for hit in sent.data["results"]]
     # then: the same answer as for objects that do not exist
     if attempt.compare_with_missing:
         missing_names = world.missing_names()

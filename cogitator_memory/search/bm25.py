@@ -1,0 +1,390 @@
+"""Keyword search: BM25 over the content of embeddings, within the same filters (and
+scope) as vector search.
+
+On the stores that keep embeddings as database rows (the exact store, pgvector):
+
+1. The query's words (``tokenizer.query_terms``).
+2. One aggregate over the rows the filter and scope admit: their number, their characters,
+   and per word how many hold it by a case-insensitive substring match.
+3. Candidates: the rows holding the rarest words as tokens, as many words as fit the
+   candidate limit (at least the rarest, whose newest rows are read up to the limit).
+4. bm25s scores the candidates for every word with the statistics of all admitted rows,
+   not of the candidates: their number, their average length (their characters at the
+   candidates' tokens per character) and per word the rows holding it (counted among the
+   candidates where every row holding it was read, else the substring count). Lucene's
+   BM25, k1 1.5, b 0.75; ties go to the smaller id.
+5. A row holding none of the chosen words scores less than the idf summed over the other
+   words. When the limit-th score is below that, the newest rows holding the other words
+   are ranked too, up to the candidate limit; otherwise the hits are exactly BM25's.
+
+Statistics of the candidates alone would make a word that most candidates hold worth
+almost nothing even where it is rare; ``bench/search.py`` compares both with bm25s
+indexing every row. Each step is a portable query or runs in Python, so SQLite and
+PostgreSQL return the same hits in the same order with the same scores.
+
+Other stores (Qdrant) have no rows to query: one with a ``keyword_search(query, *, limit,
+filter)`` method is asked through it; the others raise ``KeywordSearchUnavailable``.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import bm25s  # type: ignore[import-untyped]
+import numpy as np
+from bm25s.scoring import (  # type: ignore[import-untyped]
+    _build_idf_array,
+    _build_scores_and_indices_for_matrix,
+    _calculate_doc_freqs,
+    _select_idf_scorer,
+)
+from django.db.models import Count, Q, Sum
+from django.db.models.functions import Length
+
+from cogitator_memory.embeddings.models import Embedding
+from cogitator_memory.embeddings.querysets import EmbeddingQuerySet
+from cogitator_memory.embeddings.registry import get_embedding_store
+from cogitator_memory.embeddings.stores.base import DatabaseEmbeddingStore, filtered, stored
+from cogitator_memory.embeddings.types import EmbeddingFilter, EmbeddingStore, SearchHit
+from cogitator_memory.exceptions import Conflict, InvalidInput
+from cogitator_memory.scope import Scope
+from cogitator_memory.search.scoping import search_visible, visible_q
+from cogitator_memory.search.tokenizer import query_terms, tokenize
+
+# Candidate rows ranked per search at most: about 0.3 s for 5,000 rows of 50 words on
+# 2 cores. Words held by more rows than this do not choose candidates (see above).
+MAX_CANDIDATES = 5000
+# Rows read from the database per round trip while collecting candidates.
+READ_CHUNK = 1000
+# The longest query taken, in characters.
+MAX_QUERY_LENGTH = 10_000
+# bm25s's variant of BM25: Lucene's idf, which is never negative.
+BM25_METHOD = "lucene"
+
+
+class KeywordSearchUnavailable(Conflict):
+    """The store keeps its embeddings outside the database and cannot search words."""
+
+    code = "keyword_search_unavailable"
+
+    def __init__(self, store: object) -> None:
+        super().__init__(f"{type(store).__name__} has no keyword search.")
+        self.store = store
+
+
+@dataclass(frozen=True)
+class CollectionStats:
+    """What BM25 needs to know of the whole collection searched."""
+
+    documents: int
+    average_length: float
+    frequencies: Mapping[str, int]
+
+
+class CollectionBM25(bm25s.BM25):
+    """bm25s's BM25 indexing some documents of a larger collection, with that collection's
+    statistics.
+
+    ``build_index_from_ids`` is where bm25s lets a subclass build its index another way;
+    this one gives bm25s's own idf and term-frequency functions the collection's row
+    count, average length and word frequencies instead of the indexed documents' own.
+    """
+
+    def __init__(self, stats: CollectionStats, vocabulary: Mapping[str, int]) -> None:
+        super().__init__(method=BM25_METHOD, backend="numpy", csc_backend="numpy")
+        self.collection = stats
+        self.vocabulary = vocabulary
+
+    def build_index_from_ids(
+        self,
+        unique_token_ids: list[int],
+        corpus_token_ids: list[list[int]],
+        show_progress: bool = False,
+        leave_progress: bool = False,
+    ) -> dict[str, Any]:
+        indexed = _calculate_doc_freqs(
+            corpus_tokens=corpus_token_ids, unique_tokens=unique_token_ids, show_progress=False
+        )
+        # A row written since the statistics were read may hold a word more often than
+        # they say; never count fewer holders (or rows) than are indexed.
+        frequencies = dict(indexed)
+        for word, count in self.collection.frequencies.items():
+            token_id = self.vocabulary.get(word)
+            if token_id is not None:
+                frequencies[token_id] = max(count, indexed[token_id])
+        documents = max(self.collection.documents, len(corpus_token_ids))
+        idf = _build_idf_array(
+            doc_frequencies=frequencies,
+            n_docs=documents,
+            compute_idf_fn=_select_idf_scorer(self.idf_method),
+            dtype=self.dtype,
+        )
+        scores, doc_ids, vocab_ids = _build_scores_and_indices_for_matrix(
+            corpus_token_ids=corpus_token_ids,
+            idf_array=idf,
+            avg_doc_len=self.collection.average_length,
+            doc_frequencies=indexed,
+            k1=self.k1,
+            b=self.b,
+            delta=self.delta,
+            nonoccurrence_array=None,
+            method=self.method,
+            dtype=self.dtype,
+            int_dtype=self.int_dtype,
+            show_progress=False,
+        )
+        self.nonoccurrence_array = None
+        data, indices, indptr = self._np_csc(
+            data=scores,
+            rows=doc_ids,
+            cols=vocab_ids,
+            shape=(len(corpus_token_ids), len(unique_token_ids)),
+        )
+        return {
+            "data": data.astype(self.dtype),
+            "indices": indices,
+            "indptr": indptr,
+            "num_docs": len(corpus_token_ids),
+        }
+
+
+@dataclass(frozen=True)
+class Document:
+    """What BM25 reads of a document for a query: its length in tokens, and how often it
+    holds each query word it holds."""
+
+    length: int
+    counts: Mapping[str, int]
+
+    @classmethod
+    def of(cls, tokens: Sequence[str], terms: Iterable[str]) -> Document:
+        counted = Counter(tokens)
+        return cls(len(tokens), {term: counted[term] for term in terms if term in counted})
+
+
+def bm25_scores(
+    terms: Sequence[str], documents: Sequence[Document], stats: CollectionStats
+) -> np.ndarray:
+    """The BM25 score of each document for the query ``terms``."""
+    # Only the query's words are scored, so every other token of a document becomes one
+    # stand-in token: the index keeps each document's length but not its whole vocabulary.
+    vocabulary = {term: n for n, term in enumerate(dict.fromkeys(terms))}
+    other = len(vocabulary)
+    token_ids = []
+    for document in documents:
+        ids = [vocabulary[term] for term, count in document.counts.items() for _ in range(count)]
+        token_ids.append(ids + [other] * (document.length - len(ids)))
+    if not any(document.counts for document in documents):
+        return np.zeros(len(documents), dtype=np.float32)
+    retriever = CollectionBM25(stats, vocabulary)
+    retriever.index(
+        (token_ids, {**vocabulary, "": other}), create_empty_token=False, show_progress=False
+    )
+    scores: np.ndarray = retriever.get_scores_from_ids(list(vocabulary.values()))
+    return scores
+
+
+def check_query(query: str) -> str:
+    """``query`` if it is a text with something in it; ``InvalidInput`` otherwise."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput({"query": "A search needs a query text."})
+    if len(query) > MAX_QUERY_LENGTH:
+        raise InvalidInput({"query": f"A query is at most {MAX_QUERY_LENGTH} characters."})
+    return query
+
+
+def check_limit(limit: int, *, field: str = "limit") -> int:
+    """``limit`` if it is a whole number of 1 or more; ``InvalidInput`` otherwise."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidInput({field: "limit must be a whole number of 1 or more."})
+    return limit
+
+
+def _holds(term: str) -> Q:
+    # LIKE folds only ASCII letters on SQLite; a word with other letters is matched by a
+    # case-insensitive regex, which SQLite runs with Python's re, folding case as
+    # PostgreSQL does. Words are runs of word characters: nothing in them needs escaping.
+    if term.isascii():
+        return Q(content__icontains=term)
+    return Q(content__iregex=term)
+
+
+def _holding_any(terms: Iterable[str]) -> Q:
+    condition = Q()
+    for term in terms:
+        condition |= _holds(term)
+    return condition
+
+
+@dataclass
+class _Candidates:
+    ids: list[str]
+    documents: list[Document]
+    characters: int
+    complete: bool
+
+
+def _read_candidates(
+    rows: EmbeddingQuerySet,
+    *,
+    holding: Sequence[str],
+    terms: Sequence[str],
+    limit: int,
+    found: _Candidates,
+    seen: set[str],
+) -> bool:
+    """Add to ``found`` the newest rows that hold one of the words ``holding`` as a token,
+    up to ``limit`` rows in all; False when rows were left unread."""
+    wanted = set(holding)
+    matching = rows.filter(_holding_any(holding)).order_by("-created_at", "-id")
+    for row_id, content in matching.values_list("id", "content").iterator(chunk_size=READ_CHUNK):
+        if row_id in seen:
+            continue
+        tokens = tokenize(content)
+        if wanted.isdisjoint(tokens):
+            continue
+        if len(found.ids) == limit:
+            return False
+        seen.add(row_id)
+        found.ids.append(row_id)
+        found.documents.append(Document.of(tokens, terms))
+        found.characters += len(content)
+    return True
+
+
+def _idf(holders: int, documents: int) -> float:
+    weight: float = _select_idf_scorer(BM25_METHOD)(holders, N=documents)
+    return weight
+
+
+def _database_keyword_search(
+    terms: Sequence[str],
+    *,
+    limit: int,
+    filter: EmbeddingFilter | None,
+    scope: Scope | None,
+    include_shared: bool,
+    candidates: int,
+) -> list[SearchHit]:
+    rows = filtered(Embedding.objects.all(), filter)
+    if scope is not None:
+        condition = visible_q(scope, include_shared=include_shared)
+        if condition is None:
+            return []
+        rows = rows.filter(condition)
+    # One pass over the rows in reach: their number, their characters, and how many hold
+    # each word as a substring (at least as many as hold it as a token).
+    totals = rows.aggregate(
+        documents=Count("pk"),
+        characters=Sum(Length("content")),
+        **{f"t{n}": Count("pk", filter=_holds(term)) for n, term in enumerate(terms)},
+    )
+    documents = int(totals["documents"] or 0)
+    holders = {term: int(totals[f"t{n}"]) for n, term in enumerate(terms)}
+    present = sorted((t for t in terms if holders[t]), key=lambda t: (holders[t], t))
+    if not present:
+        return []
+    # The rarest words choose the candidates, as many of them as the candidate limit
+    # allows: a row's score comes mostly from the rare words it holds, and every word it
+    # holds is counted however it was chosen.
+    chosen = [present[0]]
+    for term in present[1:]:
+        if sum(holders[t] for t in chosen) + holders[term] > candidates:
+            break
+        chosen.append(term)
+    rest = present[len(chosen) :]
+    found = _Candidates(ids=[], documents=[], characters=0, complete=True)
+    seen: set[str] = set()
+    found.complete = _read_candidates(
+        rows, holding=chosen, terms=present, limit=candidates, found=found, seen=seen
+    )
+    if not found.ids and not rest:
+        return []
+    frequencies = dict(holders)
+    if found.complete:
+        # Every row holding a chosen word was read: count the rows holding it as a token.
+        for term in chosen:
+            frequencies[term] = sum(term in d.counts for d in found.documents)
+
+    def statistics() -> CollectionStats:
+        tokens = sum(document.length for document in found.documents)
+        per_character = tokens / max(found.characters, 1)
+        average = max(int(totals["characters"] or 0) / max(documents, 1) * per_character, 1.0)
+        return CollectionStats(documents, average, frequencies)
+
+    scores = bm25_scores(present, found.documents, statistics()).tolist()
+    # A row holding only the other words scores less than the sum of their idf (each
+    # word's term-frequency part is below 1). When the limit-th score reaches that, no
+    # such row can enter the hits; else the newest of them fill the candidate limit.
+    if rest and found.complete:
+        bound = sum(_idf(frequencies[term], documents) for term in rest)
+        kth = sorted(scores, reverse=True)[limit - 1] if len(scores) >= limit else 0.0
+        if kth < bound and len(found.ids) < candidates:
+            _read_candidates(
+                rows, holding=rest, terms=present, limit=candidates, found=found, seen=seen
+            )
+            scores = bm25_scores(present, found.documents, statistics()).tolist()
+    if not found.ids:
+        return []
+    best = heapq.nsmallest(limit, range(len(found.ids)), key=lambda n: (-scores[n], found.ids[n]))
+    by_id = Embedding.objects.in_bulk([found.ids[n] for n in best])
+    return [
+        SearchHit(embedding=stored(by_id[found.ids[n]]), score=float(scores[n]))
+        for n in best
+        if found.ids[n] in by_id
+    ]
+
+
+def keyword_search(
+    query: str,
+    *,
+    limit: int = 10,
+    filter: EmbeddingFilter | None = None,
+    store: EmbeddingStore | None = None,
+    scope: Scope | None = None,
+    include_shared: bool = True,
+    candidates: int = MAX_CANDIDATES,
+) -> list[SearchHit]:
+    """The ``limit`` embeddings whose content best matches the words of ``query`` (BM25),
+    best first, among those ``filter`` admits and ``scope`` may see.
+
+    ``store``: the configured store when None. ``scope``: None for trusted code (the
+    filter alone decides); otherwise only the rows of its grants, plus, when
+    ``include_shared``, the rows of no agent, user or thread (``search/scoping.py``).
+    ``candidates``: the most rows ranked (the newest that hold a word).
+
+    A query of no words (only punctuation) finds nothing. Raises ``InvalidInput`` for an
+    empty query or a bad limit, ``KeywordSearchUnavailable`` for a store that keeps no
+    rows in the database and has no keyword search of its own.
+    """
+    check_query(query)
+    check_limit(limit)
+    check_limit(candidates, field="candidates")
+    terms = query_terms(query)
+    if not terms:
+        return []
+    store = store if store is not None else get_embedding_store()
+    if isinstance(store, DatabaseEmbeddingStore):
+        return _database_keyword_search(
+            terms,
+            limit=limit,
+            filter=filter,
+            scope=scope,
+            include_shared=include_shared,
+            candidates=candidates,
+        )
+    own_search = getattr(store, "keyword_search", None)
+    if own_search is None:
+        raise KeywordSearchUnavailable(store)
+
+    def run(store_filter: EmbeddingFilter | None, fetch: int) -> list[SearchHit]:
+        hits: list[SearchHit] = own_search(query, limit=fetch, filter=store_filter)
+        return hits
+
+    return search_visible(
+        run, limit=limit, filter=filter, scope=scope, include_shared=include_shared
+    )
