@@ -82,7 +82,9 @@ UNSET = _Unset.UNSET
 
 def _json_copy(value: Any) -> Any:
     """A copy sharing nothing with the caller's object (the value is known to be JSON)."""
-    return None if value is None else json.loads(json.dumps(value))
+    if value is None or isinstance(value, str | int | float):
+        return value  # immutable: nothing to share
+    return json.loads(json.dumps(value))
 
 
 def _lock_thread(thread_id: str) -> Thread:
