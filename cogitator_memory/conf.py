@@ -71,6 +71,10 @@ DEFAULTS: dict[str, Any] = {
         "QDRANT_PATH": None,
         "QDRANT_API_KEY": None,
         "QDRANT_COLLECTION": "cogitator_memory",
+        # pgvector: the fewest candidates an HNSW search keeps (hnsw.ef_search; raised to
+        # the limit when that is larger). Higher finds more true neighbours and costs time:
+        # 100 adds about 4 ms per search at 100k vectors (bench/RESULTS.md).
+        "HNSW_EF_SEARCH": 40,
         # Whether the search API shows shared embeddings (of no agent, user or thread) to
         # every principal. Off: a principal sees only rows of its granted agents.
         "API_SEARCH_SHARED": False,

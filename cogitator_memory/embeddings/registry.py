@@ -26,6 +26,10 @@ def embedding_store_from_settings(config: dict[str, Any]) -> EmbeddingStore:
         name = "pgvector" if vector_support(default_connection()).available else "exact"
     factory = import_string(STORES.get(name, name))
     options: dict[str, Any] = {"dimensions": config.get("DIMENSIONS")}
+    if name == "pgvector":
+        breadth = config.get("HNSW_EF_SEARCH")
+        if breadth is not None:
+            options["min_ef_search"] = breadth
     if name == "qdrant":
         options.update(
             url=config.get("QDRANT_URL"),
