@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
 
 from django.db.models import Q
 
 from cogitator_memory.embeddings.models import AGENT_ID_KEY, THREAD_ID_KEY, USER_ID_KEY
+from cogitator_memory.embeddings.stores.base import scope_value
 from cogitator_memory.embeddings.types import EmbeddingFilter, SearchHit, StoredEmbedding
 from cogitator_memory.scope import Scope
 
@@ -35,12 +35,6 @@ MAX_FETCH = 10_000
 FETCH_GROWTH = 4
 
 SearchRun = Callable[[EmbeddingFilter | None, int], list[SearchHit]]
-
-
-def _scope_value(metadata: dict[str, Any], key: str) -> str | None:
-    # The same reading of a scope key as the stores' (a copy in a text column).
-    value = metadata.get(key)
-    return str(value) if value is not None else None
 
 
 def visible_q(scope: Scope, *, include_shared: bool) -> Q | None:
@@ -70,10 +64,10 @@ def is_visible(embedding: StoredEmbedding, scope: Scope, *, include_shared: bool
     """Whether ``scope`` may see this embedding (the rule of ``visible_q``, in Python)."""
     if scope.agent_ids is None:
         return True
-    agent_id = _scope_value(embedding.metadata, AGENT_ID_KEY)
-    user_id = _scope_value(embedding.metadata, USER_ID_KEY)
+    agent_id = scope_value(embedding.metadata, AGENT_ID_KEY)
+    user_id = scope_value(embedding.metadata, USER_ID_KEY)
     if agent_id is None:
-        thread_id = _scope_value(embedding.metadata, THREAD_ID_KEY)
+        thread_id = scope_value(embedding.metadata, THREAD_ID_KEY)
         return include_shared and user_id is None and thread_id is None
     if agent_id not in scope.agent_ids:
         return False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -25,6 +25,7 @@ __all__ = [
     "EntryPage",
     "ThreadPage",
     "check_page_limit",
+    "entry_in_thread",
     "get_entries",
     "get_entry",
     "get_path",
@@ -52,27 +53,35 @@ def get_thread(thread_id: str) -> Thread | None:
     return Thread.objects.filter(pk=thread_id).first()
 
 
-def _encode_cursor(thread: Thread) -> str:
-    raw = json.dumps([thread.updated_at.isoformat(), thread.pk]).encode()
+def _encode_keyset(moment: datetime, key: str | int) -> str:
+    """A page position (a moment and a tie-breaking key) as an opaque URL-safe text."""
+    raw = json.dumps([moment.isoformat(), key]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def _decode_cursor(cursor: str) -> tuple[datetime, str]:
+def _decode_keyset(
+    cursor: str, *, key_is_valid: Callable[[Any], bool], made_by: str
+) -> tuple[datetime, Any]:
+    """The (moment in UTC, key) of a cursor ``_encode_keyset`` made; ``InvalidInput``
+    for anything else."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
-        updated_at_text, thread_id = json.loads(base64.urlsafe_b64decode(padded))
-        updated_at = parse_datetime(updated_at_text)
-        if (
-            updated_at is None
-            or updated_at.tzinfo is None
-            or not isinstance(thread_id, str)
-            or not THREAD_ID_PATTERN.match(thread_id)
-        ):
+        moment_text, key = json.loads(base64.urlsafe_b64decode(padded))
+        moment = parse_datetime(moment_text)
+        if moment is None or moment.tzinfo is None or not key_is_valid(key):
             raise ValueError("bad cursor fields")
-        updated_at = updated_at.astimezone(UTC)
+        moment = moment.astimezone(UTC)
     except (ValueError, TypeError, OverflowError, binascii.Error, json.JSONDecodeError) as exc:
-        raise InvalidInput({"cursor": "This cursor was not made by list_threads."}) from exc
-    return updated_at, thread_id
+        raise InvalidInput({"cursor": f"This cursor was not made by {made_by}."}) from exc
+    return moment, key
+
+
+def _is_thread_id(key: Any) -> bool:
+    return isinstance(key, str) and THREAD_ID_PATTERN.match(key) is not None
+
+
+def _is_seq(key: Any) -> bool:
+    return not isinstance(key, bool) and isinstance(key, int) and 0 <= key < 2**63
 
 
 def check_page_limit(limit: Any) -> int:
@@ -95,13 +104,18 @@ def page_threads(threads: ThreadQuerySet, *, limit: int | None, cursor: str | No
     size = check_page_limit(limit)
     threads = threads.newest_first()
     if cursor:
-        last_updated_at, last_id = _decode_cursor(cursor)
+        last_updated_at, last_id = _decode_keyset(
+            cursor, key_is_valid=_is_thread_id, made_by="list_threads"
+        )
         threads = threads.filter(
             Q(updated_at__lt=last_updated_at) | Q(updated_at=last_updated_at, id__lt=last_id)
         )
     rows = list(threads[: size + 1])
     if len(rows) > size:
-        return ThreadPage(threads=rows[:size], next_cursor=_encode_cursor(rows[size - 1]))
+        return ThreadPage(
+            threads=rows[:size],
+            next_cursor=_encode_keyset(rows[size - 1].updated_at, rows[size - 1].pk),
+        )
     return ThreadPage(threads=rows)
 
 
@@ -247,30 +261,6 @@ class EntryPage:
     next_cursor: str | None = None
 
 
-def _encode_entry_cursor(entry: Entry) -> str:
-    raw = json.dumps([entry.created_at.isoformat(), entry.seq]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode_entry_cursor(cursor: str) -> tuple[datetime, int]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        created_at_text, seq = json.loads(base64.urlsafe_b64decode(padded))
-        created_at = parse_datetime(created_at_text)
-        if (
-            created_at is None
-            or created_at.tzinfo is None
-            or isinstance(seq, bool)
-            or not isinstance(seq, int)
-            or not 0 <= seq < 2**63
-        ):
-            raise ValueError("bad cursor fields")
-        created_at = created_at.astimezone(UTC)
-    except (ValueError, TypeError, OverflowError, binascii.Error, json.JSONDecodeError) as exc:
-        raise InvalidInput({"cursor": "This cursor was not made by page_entries."}) from exc
-    return created_at, seq
-
-
 def page_entries(
     thread_id: str,
     *,
@@ -290,7 +280,7 @@ def page_entries(
         raise InvalidInput({"limit": "limit must be a whole number of 1 or more."})
     entries = _entries_query(thread_id, types, before, after)
     if cursor:
-        created_at, seq = _decode_entry_cursor(cursor)
+        created_at, seq = _decode_keyset(cursor, key_is_valid=_is_seq, made_by="page_entries")
         entries = entries.filter(
             Q(created_at__lt=created_at) | Q(created_at=created_at, seq__lt=seq)
         )
@@ -298,7 +288,7 @@ def page_entries(
     more = len(rows) > limit
     rows = rows[:limit]
     rows.reverse()
-    next_cursor = _encode_entry_cursor(rows[0]) if more and rows else None
+    next_cursor = _encode_keyset(rows[0].created_at, rows[0].seq) if more and rows else None
     return EntryPage(
         entries=rows if include_tool_calls else _strip_tool_fields(rows), next_cursor=next_cursor
     )
@@ -333,11 +323,11 @@ def get_path(
     resolved_types = _resolve_types(types)
     thread = _require_thread(thread_id)
     if leaf_id is not None:
-        start: str | None = _entry_of_thread(leaf_id, thread_id, "leaf_id").pk
+        start: str | None = entry_in_thread(leaf_id, thread_id, field="leaf_id").pk
     else:
         start = thread.active_leaf_id
     if before is not None:
-        start = _entry_of_thread(before, thread_id, "before").parent_id
+        start = entry_in_thread(before, thread_id, field="before").parent_id
 
     wanted = set(resolved_types) if resolved_types is not None else None
     max_step = memory_settings.PATH_WALK_STEP
@@ -358,12 +348,14 @@ def get_path(
     return found if include_tool_calls else _strip_tool_fields(found)
 
 
-def _entry_of_thread(entry_id: Any, thread_id: str, field_name: str) -> Entry:
+def entry_in_thread(entry_id: Any, thread_id: str, *, field: str) -> Entry:
+    """The entry ``entry_id`` of thread ``thread_id``; ``EntryNotInThread`` naming
+    ``field`` when it is missing or belongs to another thread."""
     entry = (
-        Entry.objects.filter(pk=entry_id, thread_id=thread_id).only("id", "parent_id").first()
+        Entry.objects.filter(pk=entry_id, thread_id=thread_id).first()
         if isinstance(entry_id, str)
         else None
     )
     if entry is None:
-        raise EntryNotInThread(str(entry_id), thread_id, field=field_name)
+        raise EntryNotInThread(str(entry_id), thread_id, field=field)
     return entry

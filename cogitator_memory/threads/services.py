@@ -48,6 +48,7 @@ from cogitator_memory.threads.models import (
     new_entry_id,
 )
 from cogitator_memory.threads.paths import walk_ids_until, walk_up
+from cogitator_memory.threads.selectors import entry_in_thread
 from cogitator_memory.threads.validation import (
     validate_agent_id,
     validate_entry_fields,
@@ -92,17 +93,6 @@ def _lock_thread(thread_id: str) -> Thread:
     if thread is None:
         raise ThreadNotFound(thread_id)
     return thread
-
-
-def _require_entry_in_thread(entry_id: Any, thread_id: str, *, field: str) -> Entry:
-    entry = (
-        Entry.objects.filter(pk=entry_id, thread_id=thread_id).first()
-        if isinstance(entry_id, str)
-        else None
-    )
-    if entry is None:
-        raise EntryNotInThread(str(entry_id), thread_id, field=field)
-    return entry
 
 
 # --- threads ---------------------------------------------------------------------------
@@ -387,7 +377,7 @@ def rewind(thread_id: str, to_entry_id: str) -> Thread:
     ``EntryNotInThread`` and ``NotOnActiveBranch`` (use ``checkout`` to switch branches).
     """
     thread = _lock_thread(thread_id)
-    target = _require_entry_in_thread(to_entry_id, thread_id, field="to_entry_id")
+    target = entry_in_thread(to_entry_id, thread_id, field="to_entry_id")
     if thread.active_leaf_id == target.pk:
         return thread
     if thread.active_leaf_id is None or target.pk not in walk_ids_until(
@@ -406,7 +396,7 @@ def checkout(thread_id: str, entry_id: str) -> Thread:
     Raises ``ThreadNotFound`` and ``EntryNotInThread``.
     """
     thread = _lock_thread(thread_id)
-    target = _require_entry_in_thread(entry_id, thread_id, field="entry_id")
+    target = entry_in_thread(entry_id, thread_id, field="entry_id")
     if thread.active_leaf_id != target.pk:
         thread.active_leaf = target
         thread.save(update_fields=["active_leaf"])
@@ -426,7 +416,7 @@ def fork_thread(thread_id: str, at_entry_id: str, new_thread_id: str | None = No
     if new_thread_id is not None:
         validate_thread_id(new_thread_id, field="new_thread_id")
     origin = _lock_thread(thread_id)
-    at = _require_entry_in_thread(at_entry_id, thread_id, field="at_entry_id")
+    at = entry_in_thread(at_entry_id, thread_id, field="at_entry_id")
     if new_thread_id is not None and Thread.objects.filter(pk=new_thread_id).exists():
         raise ThreadAlreadyExists(new_thread_id)
 

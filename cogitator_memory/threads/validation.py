@@ -119,14 +119,16 @@ def validate_entry_fields(
         add("role", f"Unknown role {role!r}; expected one of {', '.join(KNOWN_ROLES)}.")
     if content is not None and not isinstance(content, str | list):
         add("content", "Content must be a text or a list of content parts.")
-    if name is not None and (not isinstance(name, str) or len(name) > 255):
-        add("name", "A name is a text of at most 255 characters.")
-    elif name is not None and text_problem(name):
-        add("name", str(text_problem(name)))
-    if tool_call_id is not None and (not isinstance(tool_call_id, str) or len(tool_call_id) > 255):
-        add("tool_call_id", "A tool call id is a text of at most 255 characters.")
-    elif tool_call_id is not None and text_problem(tool_call_id):
-        add("tool_call_id", str(text_problem(tool_call_id)))
+    for field, value, label in (
+        ("name", name, "A name"),
+        ("tool_call_id", tool_call_id, "A tool call id"),
+    ):
+        if value is None:
+            continue
+        if not isinstance(value, str) or len(value) > 255:
+            add(field, f"{label} is a text of at most 255 characters.")
+        elif problem := text_problem(value):
+            add(field, problem)
     _check_tool_calls(tool_calls, errors)
     _check_tool_results(tool_results, errors)
     if metadata is not None and not isinstance(metadata, dict):

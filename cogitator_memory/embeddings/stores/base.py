@@ -52,7 +52,8 @@ def check_vector(vector: Sequence[float], *, field: str = "vector") -> np.ndarra
     return array
 
 
-def _scope_value(metadata: dict[str, Any], key: str) -> str | None:
+def scope_value(metadata: dict[str, Any], key: str) -> str | None:
+    """A scope key of metadata as its indexed column holds it (a text, or None)."""
     value = metadata.get(key)
     return str(value) if value is not None else None
 
@@ -116,9 +117,9 @@ class DatabaseEmbeddingStore:
             dimensions=int(vector.size),
             vector=vector_bytes(vector),
             metadata=metadata,
-            agent_id=_scope_value(metadata, AGENT_ID_KEY),
-            thread_id=_scope_value(metadata, THREAD_ID_KEY),
-            user_id=_scope_value(metadata, USER_ID_KEY),
+            agent_id=scope_value(metadata, AGENT_ID_KEY),
+            thread_id=scope_value(metadata, THREAD_ID_KEY),
+            user_id=scope_value(metadata, USER_ID_KEY),
         )
 
     @transaction.atomic
