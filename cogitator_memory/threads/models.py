@@ -11,6 +11,7 @@ from django.utils.translation import gettext_lazy as _
 
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import PartialEntryNotSaveable
+from cogitator_memory.scope import USER_ID_MAX_LENGTH, thread_owner
 from cogitator_memory.threads.querysets import EntryQuerySet, ThreadQuerySet
 
 # Keys the store writes into metadata; camelCase, as other stores of the same data do.
@@ -62,6 +63,18 @@ class Thread(models.Model):
         _("agent id"), max_length=255, help_text=_("The agent the thread belongs to.")
     )
     metadata = models.JSONField(_("metadata"), default=dict, blank=True)
+    # NULL, not "", is a thread of no user: grants that name users never match it.
+    user_id = models.CharField(  # noqa: DJ001
+        _("user id"),
+        max_length=USER_ID_MAX_LENGTH,
+        null=True,
+        blank=True,
+        editable=False,
+        help_text=_(
+            "The user the thread belongs to: a copy of metadata.userId, kept equal to it "
+            "on every save. Grants that name users are checked against it."
+        ),
+    )
     active_leaf = models.ForeignKey(
         "cogitator_memory.Entry",
         verbose_name=_("active leaf"),
@@ -94,10 +107,20 @@ class Thread(models.Model):
         indexes = [
             models.Index(fields=["agent_id", "-updated_at", "-id"], name="cm_thread_agent_updated"),
             models.Index(fields=["-updated_at", "-id"], name="cm_thread_updated"),
+            models.Index(fields=["agent_id", "user_id"], name="cm_thread_owner"),
         ]
 
     def __str__(self) -> str:
         return self.id
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # The owner column follows the metadata on every save, so no writer can set one
+        # without the other. InvalidInput for a userId that is not a text.
+        self.user_id = thread_owner(self.metadata if isinstance(self.metadata, dict) else None)
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None and "metadata" in update_fields:
+            kwargs["update_fields"] = {*update_fields, "user_id"}
+        super().save(*args, **kwargs)
 
     def as_dict(self) -> dict[str, Any]:
         """The thread as plain data; keys never set are absent."""
