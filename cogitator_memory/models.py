@@ -2,6 +2,7 @@
 
 from cogitator_memory.access.models import Grant
 from cogitator_memory.embeddings.models import Embedding
+from cogitator_memory.outbox.models import OutboxMessage
 from cogitator_memory.threads.models import Entry, EntryType, Role, Thread
 
-__all__ = ["Embedding", "Entry", "EntryType", "Grant", "Role", "Thread"]
+__all__ = ["Embedding", "Entry", "EntryType", "Grant", "OutboxMessage", "Role", "Thread"]

@@ -1,0 +1,54 @@
+"""What a caller may change: the write rules, in one place.
+
+Every writing service takes an optional ``scope``. Trusted code passes none and may change
+anything; the REST API passes the scope of the authenticated principal, the admin the
+scope of the staff user, and a task the scope it was given. The services call these
+functions inside their transaction, after locking what they change, so a check and the
+write it allows see the same row. The rules:
+
+- A thread the caller cannot see answers as a missing one (``ThreadNotFound``,
+  ``EntryNotFound``), so ids of others cannot be told from ids never used.
+- A change that would leave a thread where the caller's grants do not reach (an agent it
+  is not granted; under a grant that names users, a user it is not granted, or none) is
+  refused with ``NoGrant`` (403), before anything is looked up by id.
+- A new thread with a client-chosen id that a thread the caller cannot see already holds
+  is refused with ``ThreadIdUnavailable`` (409): ids share one namespace, so a caller that
+  holds a grant learns that such an id is taken, and nothing else about it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from cogitator_memory.exceptions import NoGrant
+from cogitator_memory.scope import USER_ID_KEY, Scope
+
+
+def require_write(scope: Scope | None, agent_id: str, user_id: str | None) -> None:
+    """Refuse (``NoGrant``) putting a thread of ``agent_id`` owned by ``user_id`` where
+    ``scope`` does not reach; trusted code (``scope`` None) may do anything."""
+    if scope is not None and not scope.allows(agent_id, user_id):
+        raise NoGrant(agent_id, user_id, agent_granted=scope.allows_agent(agent_id))
+
+
+def require_create(scope: Scope | None, agent_id: str, metadata: Mapping[str, Any]) -> None:
+    """The check made before an explicit id is looked up: the caller must be granted the
+    agent, and the user the request names, if it names one. An upsert that names no user
+    is checked again once the stored thread's user is known (``require_write``)."""
+    if scope is None:
+        return
+    user_id = metadata.get(USER_ID_KEY)
+    if not scope.allows_agent(agent_id) or (
+        isinstance(user_id, str) and not scope.allows(agent_id, user_id)
+    ):
+        raise NoGrant(
+            agent_id,
+            user_id if isinstance(user_id, str) else None,
+            agent_granted=scope.allows_agent(agent_id),
+        )
+
+
+def can_see(scope: Scope | None, agent_id: str, user_id: str | None) -> bool:
+    """Whether the caller may see (and so change) a thread of this agent and user."""
+    return scope is None or scope.allows(agent_id, user_id)
