@@ -1,13 +1,308 @@
-"""System checks of the ``COGITATOR_MEMORY`` setting, run by ``manage.py check``."""
+"""System checks, run by ``manage.py check`` (and before ``migrate``, ``runserver``, ...).
+
+The ``COGITATOR_MEMORY`` setting: every key has one validator, in ``SETTING_VALIDATORS``
+(top-level keys) or ``SECTION_VALIDATORS`` (the keys of each section, such as ``LLM``). A new
+section adds its dict of validators there; ``tests/test_checks.py`` fails while a key of
+``DEFAULTS`` has none. The apps: what ``INSTALLED_APPS`` must hold for the app, and for its
+REST API when the project's URLconf serves it.
+
+Ids:
+
+- ``E000`` the setting is not a dict;
+- ``E001`` an unknown top-level key;
+- ``E002`` a value of the wrong type (a section that is not a dict, a text that is a number);
+- ``E003`` an unknown key inside a section;
+- ``E004`` a number out of its range;
+- ``E005`` two keys that contradict each other;
+- ``E006`` a name that names nothing: empty, unknown, or a dotted path that does not import;
+- ``E007`` a URL that is not an http(s) URL;
+- ``E008`` an app the app needs is missing from ``INSTALLED_APPS``;
+- ``E009`` the URLconf serves the REST API, and an app the API needs is missing;
+- ``W001`` the URLconf serves the REST API, and DRF uses another exception handler.
+"""
 
 from __future__ import annotations
 
+import difflib
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
+from django.apps import apps
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, register
+from django.core.checks import Warning as CheckWarning
+from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils.module_loading import import_string
 
-from cogitator_memory.conf import DEFAULTS, SETTING_TYPES, SETTINGS_NAME
+from cogitator_memory.conf import DEFAULTS, SETTINGS_NAME
+from cogitator_memory.embeddings.registry import STORES
+from cogitator_memory.embeddings.services import PROVIDERS
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What is wrong with one value: the check id, what the value must be, and how the value
+    is shown (its type's name for a wrong type, so a secret of the wrong type is not printed)."""
+
+    id: str
+    must_be: str
+    shown: str
+    hint: str | None = None
+
+
+Validator = Callable[[Any], Problem | None]
+
+
+def _wrong_type(value: Any, expected: str, *, optional: bool) -> Problem:
+    must_be = f"None or {expected}" if optional else expected
+    return Problem("cogitator_memory.E002", must_be, type(value).__name__)
+
+
+def _is_number(value: Any) -> bool:
+    # bool is an int subclass, but True is never a timeout or a page size.
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def text(*, optional: bool = False) -> Validator:
+    """Any str (None too, when optional)."""
+
+    def validate(value: Any) -> Problem | None:
+        if value is None and optional:
+            return None
+        return None if isinstance(value, str) else _wrong_type(value, "a str", optional=optional)
+
+    return validate
+
+
+def whole_number(minimum: int, maximum: int | None = None, *, optional: bool = False) -> Validator:
+    """An int from ``minimum`` to ``maximum`` (None too, when optional)."""
+    if maximum is not None:
+        bounds = f"between {minimum} and {maximum}"
+    else:
+        bounds = "greater than 0" if minimum == 1 else f"{minimum} or more"
+
+    def validate(value: Any) -> Problem | None:
+        if value is None and optional:
+            return None
+        if not isinstance(value, int) or isinstance(value, bool):
+            return _wrong_type(value, "an int", optional=optional)
+        if value < minimum or (maximum is not None and value > maximum):
+            return Problem("cogitator_memory.E004", bounds, repr(value))
+        return None
+
+    return validate
+
+
+def positive_number() -> Validator:
+    """An int or float greater than 0 and finite."""
+
+    def validate(value: Any) -> Problem | None:
+        if not _is_number(value):
+            return _wrong_type(value, "a number", optional=False)
+        if not value > 0 or not math.isfinite(value):
+            return Problem("cogitator_memory.E004", "greater than 0", repr(value))
+        return None
+
+    return validate
+
+
+def boolean() -> Validator:
+    """True or False."""
+
+    def validate(value: Any) -> Problem | None:
+        return None if isinstance(value, bool) else _wrong_type(value, "a bool", optional=False)
+
+    return validate
+
+
+def _is_http_url(value: str) -> bool:
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018  (raises ValueError for a port that is no port)
+    except ValueError:
+        return False
+    return (
+        parts.scheme in {"http", "https"}
+        and bool(parts.hostname)
+        and not any(character.isspace() for character in value)
+    )
+
+
+def http_url(*, optional: bool = True) -> Validator:
+    """An http or https URL with a host (None too, when optional)."""
+
+    def validate(value: Any) -> Problem | None:
+        if value is None and optional:
+            return None
+        if not isinstance(value, str):
+            return _wrong_type(value, "a str", optional=optional)
+        if not _is_http_url(value):
+            return Problem(
+                "cogitator_memory.E007",
+                "None or an http(s) URL" if optional else "an http(s) URL",
+                repr(value),
+                hint="Write the whole URL with its scheme, e.g. 'http://localhost:11434'.",
+            )
+        return None
+
+    return validate
+
+
+def non_empty_text(*, optional: bool = True) -> Validator:
+    """A non-empty str (None too, when optional): the name of something not listed here."""
+
+    def validate(value: Any) -> Problem | None:
+        if value is None and optional:
+            return None
+        if not isinstance(value, str):
+            return _wrong_type(value, "a str", optional=optional)
+        if not value.strip():
+            must_be = "None or a non-empty str" if optional else "a non-empty str"
+            return Problem("cogitator_memory.E006", must_be, repr(value))
+        return None
+
+    return validate
+
+
+def name_or_path(names: Iterable[str], what: str, *, optional: bool) -> Validator:
+    """One of ``names`` or the dotted path of something that imports (None too, when
+    optional)."""
+
+    def validate(value: Any) -> Problem | None:
+        if value is None and optional:
+            return None
+        if not isinstance(value, str):
+            return _wrong_type(value, "a str", optional=optional)
+        known = sorted(names)
+        if value in known:
+            return None
+        listed = ", ".join(known)
+        must_be = f"{'None, ' if optional else ''}one of {listed} or a dotted path"
+        if "." in value:
+            try:
+                import_string(value)
+            except Exception as error:
+                hint = f"Importing {value!r} failed: {type(error).__name__}: {error}"
+                return Problem("cogitator_memory.E006", must_be, repr(value), hint=hint)
+            return None
+        close = difflib.get_close_matches(value, known, n=1)
+        guess = f"Did you mean {close[0]!r}? " if close else ""
+        hint = f"{guess}{what}: {listed}; or the dotted path of a class of your own."
+        return Problem("cogitator_memory.E006", must_be, repr(value), hint=hint)
+
+    return validate
+
+
+# Top-level keys that are not sections.
+SETTING_VALIDATORS: dict[str, Validator] = {
+    "THREAD_ID_PREFIX": text(),
+    "ENTRY_ID_PREFIX": text(),
+    "LIST_THREADS_DEFAULT_LIMIT": whole_number(1),
+    "LIST_THREADS_MAX_LIMIT": whole_number(1),
+    "CHARS_PER_TOKEN": positive_number(),
+    "PATH_WALK_STEP": whole_number(1),
+}
+
+# The keys of each section (a dict in DEFAULTS), one dict per section.
+SECTION_VALIDATORS: dict[str, dict[str, Validator]] = {
+    "LLM": {
+        "PROVIDER": non_empty_text(optional=True),
+        "MODEL": text(optional=True),
+        "API_KEY": text(optional=True),
+        "BASE_URL": http_url(),
+        "TIMEOUT": positive_number(),
+    },
+    "EMBEDDINGS": {
+        "PROVIDER": name_or_path(PROVIDERS, "Providers", optional=True),
+        "MODEL": text(optional=True),
+        # pgvector's largest vector is 16,000 dimensions.
+        "DIMENSIONS": whole_number(1, 16_000, optional=True),
+        "API_KEY": text(optional=True),
+        "BASE_URL": http_url(),
+        "TIMEOUT": positive_number(),
+        "BATCH_SIZE": whole_number(1),
+        "MAX_RETRIES": whole_number(0),
+        "STORE": name_or_path(["auto", *STORES], "Stores", optional=False),
+        "QDRANT_URL": http_url(),
+        "QDRANT_PATH": text(optional=True),
+        "QDRANT_API_KEY": text(optional=True),
+        "QDRANT_COLLECTION": text(optional=True),
+        # pgvector accepts hnsw.ef_search from 1 to 1000.
+        "HNSW_EF_SEARCH": whole_number(1, 1000),
+        "API_SEARCH_SHARED": boolean(),
+    },
+}
+
+
+def _section_type(value: Any) -> Problem:
+    return _wrong_type(value, "a dict", optional=False)
+
+
+def _error(where: str, value: Any, validator: Validator | None) -> list[CheckMessage]:
+    problem = validator(value) if validator is not None else None
+    if problem is None:
+        return []
+    return [
+        Error(
+            f"{where} must be {problem.must_be}, not {problem.shown}.",
+            hint=problem.hint,
+            id=problem.id,
+        )
+    ]
+
+
+def _check_section(name: str, given: dict[str, Any]) -> list[CheckMessage]:
+    default: dict[str, Any] = DEFAULTS[name]
+    validators = SECTION_VALIDATORS.get(name, {})
+    errors: list[CheckMessage] = []
+    for key, value in given.items():
+        if key not in default:
+            errors.append(
+                Error(
+                    f"{SETTINGS_NAME}[{name!r}] has an unknown key {key!r}.",
+                    hint=f"Known keys: {', '.join(sorted(default))}.",
+                    id="cogitator_memory.E003",
+                )
+            )
+            continue
+        errors += _error(f"{SETTINGS_NAME}[{name!r}][{key!r}]", value, validators.get(key))
+    return errors
+
+
+def _check_combinations(value: dict[str, Any]) -> list[CheckMessage]:
+    """Keys valid one by one that contradict each other (E005)."""
+    errors: list[CheckMessage] = []
+    default_limit = value.get("LIST_THREADS_DEFAULT_LIMIT", DEFAULTS["LIST_THREADS_DEFAULT_LIMIT"])
+    max_limit = value.get("LIST_THREADS_MAX_LIMIT", DEFAULTS["LIST_THREADS_MAX_LIMIT"])
+    if isinstance(default_limit, int) and isinstance(max_limit, int) and default_limit > max_limit:
+        errors.append(
+            Error(
+                f"{SETTINGS_NAME}['LIST_THREADS_DEFAULT_LIMIT'] ({default_limit}) is larger "
+                f"than LIST_THREADS_MAX_LIMIT ({max_limit}).",
+                id="cogitator_memory.E005",
+            )
+        )
+    given = value.get("EMBEDDINGS")
+    embeddings = {**DEFAULTS["EMBEDDINGS"], **(given if isinstance(given, dict) else {})}
+    if embeddings["STORE"] == "qdrant":
+        has_url, has_path = (
+            embeddings["QDRANT_URL"] is not None,
+            embeddings["QDRANT_PATH"] is not None,
+        )
+        if has_url == has_path:
+            errors.append(
+                Error(
+                    f"{SETTINGS_NAME}['EMBEDDINGS'] with STORE 'qdrant' needs QDRANT_URL or "
+                    f"QDRANT_PATH, not {'both' if has_url else 'neither'}.",
+                    hint="QDRANT_URL names a Qdrant server; QDRANT_PATH a folder (or "
+                    "':memory:') for Qdrant's embedded mode.",
+                    id="cogitator_memory.E005",
+                )
+            )
+    return errors
 
 
 @register(Tags.compatibility)
@@ -34,51 +329,95 @@ def check_memory_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckM
                     id="cogitator_memory.E001",
                 )
             )
-            continue
-        expected = SETTING_TYPES[name]
-        if isinstance(given, bool) or not isinstance(given, expected):
-            wanted = (
-                f"an {expected.__name__}"
-                if expected is int
-                else (f"a {expected.__name__}" if isinstance(expected, type) else "a number")
-            )
-            errors.append(
-                Error(
-                    f"{SETTINGS_NAME}[{name!r}] must be {wanted}, not {type(given).__name__}.",
-                    id="cogitator_memory.E002",
-                )
-            )
-            continue
-        default = DEFAULTS[name]
-        if isinstance(default, dict) and isinstance(given, dict):
-            for key in given:
-                if key not in default:
-                    errors.append(
-                        Error(
-                            f"{SETTINGS_NAME}[{name!r}] has an unknown key {key!r}.",
-                            hint=f"Known keys: {', '.join(sorted(default))}.",
-                            id="cogitator_memory.E003",
-                        )
-                    )
-        elif isinstance(given, int | float) and given <= 0:
-            errors.append(
-                Error(
-                    f"{SETTINGS_NAME}[{name!r}] must be greater than 0, not {given!r}.",
-                    id="cogitator_memory.E004",
-                )
-            )
-    merged_default = value.get("LIST_THREADS_DEFAULT_LIMIT", DEFAULTS["LIST_THREADS_DEFAULT_LIMIT"])
-    merged_max = value.get("LIST_THREADS_MAX_LIMIT", DEFAULTS["LIST_THREADS_MAX_LIMIT"])
-    if (
-        isinstance(merged_default, int)
-        and isinstance(merged_max, int)
-        and merged_default > merged_max
-    ):
-        errors.append(
-            Error(
-                f"{SETTINGS_NAME}['LIST_THREADS_DEFAULT_LIMIT'] ({merged_default}) is larger "
-                f"than LIST_THREADS_MAX_LIMIT ({merged_max}).",
-                id="cogitator_memory.E005",
+        elif isinstance(DEFAULTS[name], dict):
+            if isinstance(given, dict):
+                errors += _check_section(name, given)
+            else:
+                errors += _error(f"{SETTINGS_NAME}[{name!r}]", given, _section_type)
+        else:
+            errors += _error(f"{SETTINGS_NAME}[{name!r}]", given, SETTING_VALIDATORS.get(name))
+    return errors + _check_combinations(value)
+
+
+# Apps the models need: a grant names a Django user or an API key of a service.
+REQUIRED_APPS = {
+    "django.contrib.contenttypes": "django.contrib.auth stores its permissions with it",
+    "django.contrib.auth": "a grant may name a Django user",
+    "rest_framework_api_key": "a grant may name an API key of a service",
+}
+
+# Apps the REST API needs, once the URLconf serves it.
+API_APPS = {
+    "rest_framework": "the API is built with DRF, whose pages need its templates",
+    "rest_framework.authtoken": "the API accepts DRF tokens (Authorization: Token ...)",
+    "django_filters": "the thread list's filters render with its templates",
+}
+
+MEMORY_EXCEPTION_HANDLER = "cogitator_memory.api.exceptions.memory_exception_handler"
+
+
+def missing_required_apps() -> list[str]:
+    """The apps of ``REQUIRED_APPS`` missing from ``INSTALLED_APPS``."""
+    return [app for app in REQUIRED_APPS if not apps.is_installed(app)]
+
+
+@register(Tags.compatibility)
+def check_required_apps(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Report each app of ``REQUIRED_APPS`` missing from ``INSTALLED_APPS`` (E008)."""
+    return [
+        Error(
+            f"cogitator_memory needs {app!r} in INSTALLED_APPS: {REQUIRED_APPS[app]}.",
+            hint=f'Add "{app}" to INSTALLED_APPS (README, "Using it in a Django project"), '
+            "then run manage.py migrate.",
+            id="cogitator_memory.E008",
+        )
+        for app in missing_required_apps()
+    ]
+
+
+def _serves_memory_api(patterns: Iterable[URLPattern | URLResolver]) -> bool:
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            if _serves_memory_api(pattern.url_patterns):
+                return True
+        elif pattern.lookup_str.startswith("cogitator_memory.api."):
+            return True
+    return False
+
+
+@register(Tags.urls)
+def check_api_apps(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """When the URLconf serves the REST API: each app of ``API_APPS`` missing from
+    ``INSTALLED_APPS`` (E009), and DRF's exception handler if it is not the API's (W001)."""
+    if not getattr(settings, "ROOT_URLCONF", None) or missing_required_apps():
+        # Without the required apps, E008 says what to add first.
+        return []
+    if not _serves_memory_api(get_resolver().url_patterns):
+        return []
+    messages: list[CheckMessage] = [
+        Error(
+            f"The URLconf serves cogitator_memory's REST API, which needs {app!r} in "
+            f"INSTALLED_APPS: {API_APPS[app]}.",
+            hint=f'Add "{app}" to INSTALLED_APPS (README, "Using it in a Django project").',
+            id="cogitator_memory.E009",
+        )
+        for app in API_APPS
+        if not apps.is_installed(app)
+    ]
+    from rest_framework.settings import api_settings
+
+    handler = api_settings.EXCEPTION_HANDLER
+    handler_path = f"{getattr(handler, '__module__', '')}.{getattr(handler, '__qualname__', '')}"
+    if handler_path != MEMORY_EXCEPTION_HANDLER:
+        messages.append(
+            CheckWarning(
+                "The URLconf serves cogitator_memory's REST API, but "
+                "REST_FRAMEWORK['EXCEPTION_HANDLER'] is not the API's: its errors (not found, "
+                "conflicts, invalid input) would answer 500 or in another shape.",
+                hint=f'Set REST_FRAMEWORK["EXCEPTION_HANDLER"] = "{MEMORY_EXCEPTION_HANDLER}"; '
+                "a handler of your own that calls it can silence this with "
+                'SILENCED_SYSTEM_CHECKS = ["cogitator_memory.W001"].',
+                id="cogitator_memory.W001",
             )
         )
-    return errors
+    return messages

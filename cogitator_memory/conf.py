@@ -3,8 +3,9 @@
 ``memory_settings.NAME`` reads ``settings.COGITATOR_MEMORY["NAME"]`` lazily, falling back
 to ``DEFAULTS``. Sections (dict values in ``DEFAULTS``, such as ``LLM``) merge one level
 deep: a project that sets ``{"LLM": {"PROVIDER": "openai"}}`` keeps the other ``LLM``
-defaults. Unknown names raise ``AttributeError`` here and are reported at start-up by the
-system check ``cogitator_memory.E001``. The cache is dropped when ``override_settings``
+defaults. Unknown names raise ``AttributeError`` here; unknown names and bad values of the
+setting are reported at start-up by the system checks of ``checks.py``, which hold one
+validator per key of ``DEFAULTS``. The cache is dropped when ``override_settings``
 changes ``COGITATOR_MEMORY``, so tests can change settings per test.
 """
 
@@ -79,18 +80,6 @@ DEFAULTS: dict[str, Any] = {
         # every principal. Off: a principal sees only rows of its granted agents.
         "API_SEARCH_SHARED": False,
     },
-}
-
-# Expected type of each top-level setting, checked by cogitator_memory.E002.
-SETTING_TYPES: dict[str, type | tuple[type, ...]] = {
-    "THREAD_ID_PREFIX": str,
-    "ENTRY_ID_PREFIX": str,
-    "LIST_THREADS_DEFAULT_LIMIT": int,
-    "LIST_THREADS_MAX_LIMIT": int,
-    "CHARS_PER_TOKEN": (int, float),
-    "PATH_WALK_STEP": int,
-    "LLM": dict,
-    "EMBEDDINGS": dict,
 }
 
 

@@ -1,16 +1,27 @@
-"""System checks of ``COGITATOR_MEMORY``: each bad value reported with its id, naming the key."""
+"""System checks: each bad value of ``COGITATOR_MEMORY`` reported with its id, naming the
+key; the apps the app and its REST API need."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from django.apps import apps
 from django.core import checks
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
-from cogitator_memory.checks import check_memory_settings
+from cogitator_memory.checks import (
+    SECTION_VALIDATORS,
+    SETTING_VALIDATORS,
+    check_api_apps,
+    check_memory_settings,
+    check_required_apps,
+)
 from cogitator_memory.conf import DEFAULTS
+from cogitator_memory.embeddings.services import PROVIDERS
 
 if TYPE_CHECKING:
     from pytest_django.fixtures import Settings as SettingsWrapper
@@ -188,3 +199,464 @@ def test_manage_py_check_fails_naming_the_unknown_key(settings: SettingsWrapper)
     # when / then
     with pytest.raises(SystemCheckError, match=r"cogitator_memory\.E001.*'THREAD_PREFIX'"):
         call_command("check")
+
+
+# Every key has a validator
+
+
+def test_every_key_of_the_defaults_has_a_validator() -> None:
+    # given: the keys the checks validate, top-level and per section
+    sections = {name for name, default in DEFAULTS.items() if isinstance(default, dict)}
+    # then: a key (or section) added to DEFAULTS without a validator fails here
+    assert set(SETTING_VALIDATORS) == set(DEFAULTS) - sections
+    assert set(SECTION_VALIDATORS) == sections
+    for section in sections:
+        assert set(SECTION_VALIDATORS[section]) == set(DEFAULTS[section]), section
+
+
+def test_the_readme_settings_block_is_the_defaults_and_passes_the_checks(
+    settings: SettingsWrapper,
+) -> None:
+    # given: the python block of the README's "### Settings"
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    settings_section = readme.split("\n### Settings\n", 1)[1]
+    block = re.search(r"```python\n(.*?)```", settings_section, re.DOTALL)
+    assert block is not None
+    namespace: dict[str, Any] = {}
+    exec(block.group(1), namespace)
+    # when
+    errors = reported(settings, namespace["COGITATOR_MEMORY"])
+    # then
+    assert namespace["COGITATOR_MEMORY"] == DEFAULTS
+    assert errors == []
+
+
+# Values inside the sections
+
+PROVIDER_NAMES = ", ".join(sorted(PROVIDERS))
+
+GOOD_VALUES = [
+    ("LLM", "PROVIDER", None),
+    ("LLM", "PROVIDER", "openai"),
+    ("LLM", "MODEL", None),
+    ("LLM", "MODEL", "gpt-4o-mini"),
+    ("LLM", "API_KEY", None),
+    ("LLM", "API_KEY", "sk-test"),
+    ("LLM", "BASE_URL", None),
+    ("LLM", "BASE_URL", "https://api.openai.com/v1"),
+    ("LLM", "TIMEOUT", 60),
+    ("LLM", "TIMEOUT", 0.5),
+    ("EMBEDDINGS", "PROVIDER", None),
+    *[("EMBEDDINGS", "PROVIDER", provider) for provider in PROVIDERS],
+    (
+        "EMBEDDINGS",
+        "PROVIDER",
+        "cogitator_memory.embeddings.providers.openai.OpenAIEmbeddings",
+    ),
+    ("EMBEDDINGS", "MODEL", None),
+    ("EMBEDDINGS", "MODEL", "nomic-embed-text"),
+    ("EMBEDDINGS", "DIMENSIONS", None),
+    ("EMBEDDINGS", "DIMENSIONS", 1),
+    ("EMBEDDINGS", "DIMENSIONS", 384),
+    ("EMBEDDINGS", "DIMENSIONS", 16_000),
+    ("EMBEDDINGS", "API_KEY", None),
+    ("EMBEDDINGS", "API_KEY", ""),
+    ("EMBEDDINGS", "BASE_URL", None),
+    # A host of a compose network has no dot; an IPv6 host has brackets.
+    ("EMBEDDINGS", "BASE_URL", "http://ollama:11434"),
+    ("EMBEDDINGS", "BASE_URL", "http://[::1]:8080/v1"),
+    ("EMBEDDINGS", "TIMEOUT", 30),
+    ("EMBEDDINGS", "TIMEOUT", 2.5),
+    ("EMBEDDINGS", "BATCH_SIZE", 1),
+    ("EMBEDDINGS", "BATCH_SIZE", 2048),
+    ("EMBEDDINGS", "MAX_RETRIES", 0),
+    ("EMBEDDINGS", "MAX_RETRIES", 10),
+    ("EMBEDDINGS", "STORE", "auto"),
+    ("EMBEDDINGS", "STORE", "exact"),
+    ("EMBEDDINGS", "STORE", "pgvector"),
+    ("EMBEDDINGS", "STORE", "cogitator_memory.embeddings.stores.exact.ExactEmbeddingStore"),
+    ("EMBEDDINGS", "QDRANT_URL", None),
+    ("EMBEDDINGS", "QDRANT_URL", "http://localhost:6333"),
+    ("EMBEDDINGS", "QDRANT_PATH", None),
+    ("EMBEDDINGS", "QDRANT_PATH", ":memory:"),
+    ("EMBEDDINGS", "QDRANT_API_KEY", None),
+    ("EMBEDDINGS", "QDRANT_API_KEY", "qdrant-key"),
+    ("EMBEDDINGS", "QDRANT_COLLECTION", None),
+    ("EMBEDDINGS", "QDRANT_COLLECTION", "agents"),
+    ("EMBEDDINGS", "HNSW_EF_SEARCH", 1),
+    ("EMBEDDINGS", "HNSW_EF_SEARCH", 1000),
+    ("EMBEDDINGS", "API_SEARCH_SHARED", True),
+    ("EMBEDDINGS", "API_SEARCH_SHARED", False),
+]
+
+
+@pytest.mark.parametrize(("section", "key", "value"), GOOD_VALUES)
+def test_a_good_value_of_a_section_passes_the_checks(
+    settings: SettingsWrapper, section: str, key: str, value: Any
+) -> None:
+    # when
+    errors = reported(settings, {section: {key: value}})
+    # then
+    assert errors == []
+
+
+def test_every_key_of_every_section_has_a_good_value_tried() -> None:
+    # then
+    tried = {(section, key) for section, key, _ in GOOD_VALUES}
+    assert tried == {(s, key) for s, keys in SECTION_VALIDATORS.items() for key in keys}
+
+
+BAD_VALUES = [
+    # LLM
+    ("LLM", "PROVIDER", "", "E006", "must be None or a non-empty str, not ''"),
+    ("LLM", "PROVIDER", "  ", "E006", "must be None or a non-empty str, not '  '"),
+    ("LLM", "PROVIDER", 1, "E002", "must be None or a str, not int"),
+    ("LLM", "MODEL", ["gpt"], "E002", "must be None or a str, not list"),
+    ("LLM", "API_KEY", 12345, "E002", "must be None or a str, not int"),
+    (
+        "LLM",
+        "BASE_URL",
+        "api.openai.com/v1",
+        "E007",
+        "must be None or an http(s) URL, not 'api.openai.com/v1'",
+    ),
+    ("LLM", "BASE_URL", 8080, "E002", "must be None or a str, not int"),
+    ("LLM", "TIMEOUT", 0, "E004", "must be greater than 0, not 0"),
+    ("LLM", "TIMEOUT", "60", "E002", "must be a number, not str"),
+    ("LLM", "TIMEOUT", True, "E002", "must be a number, not bool"),
+    ("LLM", "TIMEOUT", None, "E002", "must be a number, not NoneType"),
+    # EMBEDDINGS
+    (
+        "EMBEDDINGS",
+        "PROVIDER",
+        "opnai",
+        "E006",
+        f"must be None, one of {PROVIDER_NAMES} or a dotted path, not 'opnai'",
+    ),
+    ("EMBEDDINGS", "PROVIDER", 3, "E002", "must be None or a str, not int"),
+    ("EMBEDDINGS", "MODEL", 3, "E002", "must be None or a str, not int"),
+    ("EMBEDDINGS", "DIMENSIONS", -3, "E004", "must be between 1 and 16000, not -3"),
+    ("EMBEDDINGS", "DIMENSIONS", 0, "E004", "must be between 1 and 16000, not 0"),
+    ("EMBEDDINGS", "DIMENSIONS", 16_001, "E004", "must be between 1 and 16000, not 16001"),
+    ("EMBEDDINGS", "DIMENSIONS", "384", "E002", "must be None or an int, not str"),
+    ("EMBEDDINGS", "DIMENSIONS", 384.0, "E002", "must be None or an int, not float"),
+    ("EMBEDDINGS", "DIMENSIONS", True, "E002", "must be None or an int, not bool"),
+    ("EMBEDDINGS", "API_KEY", b"key", "E002", "must be None or a str, not bytes"),
+    (
+        "EMBEDDINGS",
+        "BASE_URL",
+        "localhost:11434",
+        "E007",
+        "must be None or an http(s) URL, not 'localhost:11434'",
+    ),
+    (
+        "EMBEDDINGS",
+        "BASE_URL",
+        "ftp://files.example.com",
+        "E007",
+        "must be None or an http(s) URL, not 'ftp://files.example.com'",
+    ),
+    ("EMBEDDINGS", "BASE_URL", "http://", "E007", "must be None or an http(s) URL, not 'http://'"),
+    (
+        "EMBEDDINGS",
+        "BASE_URL",
+        "http://host:99999",
+        "E007",
+        "must be None or an http(s) URL, not 'http://host:99999'",
+    ),
+    (
+        "EMBEDDINGS",
+        "BASE_URL",
+        "http://exa mple.com",
+        "E007",
+        "must be None or an http(s) URL, not 'http://exa mple.com'",
+    ),
+    ("EMBEDDINGS", "BASE_URL", "", "E007", "must be None or an http(s) URL, not ''"),
+    ("EMBEDDINGS", "TIMEOUT", -1, "E004", "must be greater than 0, not -1"),
+    ("EMBEDDINGS", "TIMEOUT", float("nan"), "E004", "must be greater than 0, not nan"),
+    ("EMBEDDINGS", "TIMEOUT", float("inf"), "E004", "must be greater than 0, not inf"),
+    ("EMBEDDINGS", "TIMEOUT", "30s", "E002", "must be a number, not str"),
+    ("EMBEDDINGS", "BATCH_SIZE", 0, "E004", "must be greater than 0, not 0"),
+    ("EMBEDDINGS", "BATCH_SIZE", 2.5, "E002", "must be an int, not float"),
+    ("EMBEDDINGS", "MAX_RETRIES", -1, "E004", "must be 0 or more, not -1"),
+    ("EMBEDDINGS", "MAX_RETRIES", None, "E002", "must be an int, not NoneType"),
+    ("EMBEDDINGS", "MAX_RETRIES", False, "E002", "must be an int, not bool"),
+    (
+        "EMBEDDINGS",
+        "STORE",
+        "pgvectr",
+        "E006",
+        "must be one of auto, exact, pgvector, qdrant or a dotted path, not 'pgvectr'",
+    ),
+    ("EMBEDDINGS", "STORE", None, "E002", "must be a str, not NoneType"),
+    (
+        "EMBEDDINGS",
+        "QDRANT_URL",
+        "qdrant:6333",
+        "E007",
+        "must be None or an http(s) URL, not 'qdrant:6333'",
+    ),
+    ("EMBEDDINGS", "QDRANT_PATH", 1, "E002", "must be None or a str, not int"),
+    ("EMBEDDINGS", "QDRANT_API_KEY", 1, "E002", "must be None or a str, not int"),
+    ("EMBEDDINGS", "QDRANT_COLLECTION", ["a"], "E002", "must be None or a str, not list"),
+    ("EMBEDDINGS", "HNSW_EF_SEARCH", "lots", "E002", "must be an int, not str"),
+    ("EMBEDDINGS", "HNSW_EF_SEARCH", 0, "E004", "must be between 1 and 1000, not 0"),
+    ("EMBEDDINGS", "HNSW_EF_SEARCH", 1001, "E004", "must be between 1 and 1000, not 1001"),
+    ("EMBEDDINGS", "API_SEARCH_SHARED", "yes", "E002", "must be a bool, not str"),
+    ("EMBEDDINGS", "API_SEARCH_SHARED", 1, "E002", "must be a bool, not int"),
+]
+
+
+@pytest.mark.parametrize(("section", "key", "value", "error_id", "problem"), BAD_VALUES)
+def test_a_bad_value_of_a_section_is_reported_naming_section_and_key(
+    settings: SettingsWrapper, section: str, key: str, value: Any, error_id: str, problem: str
+) -> None:
+    # when
+    errors = reported(settings, {section: {key: value}})
+    # then
+    assert errors == [
+        (f"cogitator_memory.{error_id}", f"COGITATOR_MEMORY[{section!r}][{key!r}] {problem}.")
+    ]
+
+
+def test_every_key_of_every_section_has_a_bad_value_tried() -> None:
+    # then
+    tried = {(section, key) for section, key, *_ in BAD_VALUES}
+    assert tried == {(s, key) for s, keys in SECTION_VALIDATORS.items() for key in keys}
+
+
+def test_a_misspelt_store_gets_a_hint_with_the_likely_name_and_every_name(
+    settings: SettingsWrapper,
+) -> None:
+    # given
+    settings.COGITATOR_MEMORY = {"EMBEDDINGS": {"STORE": "pgvectr"}}
+    # when
+    [error] = check_memory_settings()
+    # then
+    assert error.hint == (
+        "Did you mean 'pgvector'? Stores: auto, exact, pgvector, qdrant; or the dotted path "
+        "of a class of your own."
+    )
+
+
+def test_a_misspelt_provider_gets_a_hint_with_the_likely_name(settings: SettingsWrapper) -> None:
+    # given
+    settings.COGITATOR_MEMORY = {"EMBEDDINGS": {"PROVIDER": "olama"}}
+    # when
+    [error] = check_memory_settings()
+    # then
+    assert error.hint == (
+        f"Did you mean 'ollama'? Providers: {PROVIDER_NAMES}; or the dotted path of a class "
+        "of your own."
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "path", "failure"),
+    [
+        (
+            "STORE",
+            "myproject.stores.VectorStore",
+            "ModuleNotFoundError: No module named 'myproject'",
+        ),
+        (
+            "PROVIDER",
+            "cogitator_memory.embeddings.providers.openai.NoSuchEmbeddings",
+            'ImportError: Module "cogitator_memory.embeddings.providers.openai" does not '
+            'define a "NoSuchEmbeddings" attribute/class',
+        ),
+    ],
+)
+def test_a_dotted_path_that_does_not_import_is_e006_saying_why(
+    settings: SettingsWrapper, key: str, path: str, failure: str
+) -> None:
+    # given
+    settings.COGITATOR_MEMORY = {"EMBEDDINGS": {key: path}}
+    # when
+    [error] = check_memory_settings()
+    # then
+    assert error.id == "cogitator_memory.E006"
+    assert error.msg.startswith(f"COGITATOR_MEMORY['EMBEDDINGS'][{key!r}] must be ")
+    assert error.msg.endswith(f", not {path!r}.")
+    assert error.hint == f"Importing {path!r} failed: {failure}"
+
+
+def test_an_api_key_of_the_wrong_type_is_reported_without_its_value(
+    settings: SettingsWrapper,
+) -> None:
+    # when
+    errors = reported(settings, {"LLM": {"API_KEY": 31415926}, "EMBEDDINGS": {"API_KEY": 2718}})
+    # then
+    assert [error_id for error_id, _ in errors] == ["cogitator_memory.E002"] * 2
+    assert not any("31415926" in message or "2718" in message for _, message in errors)
+
+
+def test_every_bad_value_of_a_section_is_reported_not_only_the_first(
+    settings: SettingsWrapper,
+) -> None:
+    # when
+    errors = reported(
+        settings,
+        {
+            "LLM": {"TIMEOUT": -5, "BASE_URL": "nowhere"},
+            "EMBEDDINGS": {"STORE": "pgvectr", "HNSW_EF_SEARCH": "lots", "DIMENSIONS": -3},
+        },
+    )
+    # then
+    assert sorted(error_id for error_id, _ in errors) == [
+        "cogitator_memory.E002",
+        "cogitator_memory.E004",
+        "cogitator_memory.E004",
+        "cogitator_memory.E006",
+        "cogitator_memory.E007",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("embeddings", "which"),
+    [
+        ({"STORE": "qdrant"}, "neither"),
+        (
+            {"STORE": "qdrant", "QDRANT_URL": "http://localhost:6333", "QDRANT_PATH": ":memory:"},
+            "both",
+        ),
+    ],
+)
+def test_the_qdrant_store_without_exactly_one_location_is_e005(
+    settings: SettingsWrapper, embeddings: dict[str, Any], which: str
+) -> None:
+    # when
+    errors = reported(settings, {"EMBEDDINGS": embeddings})
+    # then
+    assert errors == [
+        (
+            "cogitator_memory.E005",
+            "COGITATOR_MEMORY['EMBEDDINGS'] with STORE 'qdrant' needs QDRANT_URL or QDRANT_PATH, "
+            f"not {which}.",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    "location", [{"QDRANT_URL": "http://localhost:6333"}, {"QDRANT_PATH": "/var/qdrant"}]
+)
+def test_the_qdrant_store_with_one_location_passes_the_checks(
+    settings: SettingsWrapper, location: dict[str, str]
+) -> None:
+    # when
+    errors = reported(settings, {"EMBEDDINGS": {"STORE": "qdrant", **location}})
+    # then
+    assert errors == []
+
+
+@pytest.mark.parametrize(
+    ("setting", "error_id"),
+    [
+        ({"EMBEDDINGS": {"STORE": "pgvectr"}}, "cogitator_memory.E006"),
+        ({"EMBEDDINGS": {"HNSW_EF_SEARCH": "lots"}}, "cogitator_memory.E002"),
+        ({"EMBEDDINGS": {"DIMENSIONS": -3}}, "cogitator_memory.E004"),
+    ],
+)
+def test_manage_py_check_fails_on_a_bad_value_inside_a_section(
+    settings: SettingsWrapper, setting: dict[str, Any], error_id: str
+) -> None:
+    # given
+    settings.COGITATOR_MEMORY = setting
+    # when / then
+    with pytest.raises(SystemCheckError, match=re.escape(error_id)):
+        call_command("check")
+
+
+# The apps the app needs
+
+# This module is also the URLconf of the tests that need one without the memory API.
+urlpatterns: list[Any] = []
+
+
+def installed_except(monkeypatch: pytest.MonkeyPatch, *missing: str) -> None:
+    """Makes ``apps.is_installed`` answer as if ``missing`` were not in INSTALLED_APPS."""
+    is_installed = apps.is_installed
+    monkeypatch.setattr(
+        apps, "is_installed", lambda name: name not in missing and is_installed(name)
+    )
+
+
+def test_the_test_project_has_every_app_and_passes_the_app_checks() -> None:
+    # when
+    messages = check_required_apps() + check_api_apps()
+    # then
+    assert messages == []
+
+
+@pytest.mark.parametrize(
+    ("app", "reason"),
+    [
+        ("rest_framework_api_key", "a grant may name an API key of a service"),
+        ("django.contrib.auth", "a grant may name a Django user"),
+        ("django.contrib.contenttypes", "django.contrib.auth stores its permissions with it"),
+    ],
+)
+def test_a_missing_required_app_is_e008_naming_it(
+    monkeypatch: pytest.MonkeyPatch, app: str, reason: str
+) -> None:
+    # given
+    installed_except(monkeypatch, app)
+    # when
+    [error] = check_required_apps()
+    # then
+    assert error.id == "cogitator_memory.E008"
+    assert error.msg == f"cogitator_memory needs {app!r} in INSTALLED_APPS: {reason}."
+    assert error.hint == (
+        f'Add "{app}" to INSTALLED_APPS (README, "Using it in a Django project"), then run '
+        "manage.py migrate."
+    )
+
+
+@pytest.mark.parametrize("app", ["rest_framework", "rest_framework.authtoken", "django_filters"])
+def test_an_app_the_mounted_api_needs_is_e009_naming_it(
+    monkeypatch: pytest.MonkeyPatch, app: str
+) -> None:
+    # given: the test project's URLconf includes the API under api/memory/
+    installed_except(monkeypatch, app)
+    # when
+    [error] = check_api_apps()
+    # then
+    assert error.id == "cogitator_memory.E009"
+    assert error.msg.startswith(
+        f"The URLconf serves cogitator_memory's REST API, which needs {app!r} in INSTALLED_APPS: "
+    )
+
+
+def test_without_the_api_in_the_urlconf_its_apps_are_not_needed(
+    monkeypatch: pytest.MonkeyPatch, settings: SettingsWrapper
+) -> None:
+    # given
+    settings.ROOT_URLCONF = __name__
+    installed_except(monkeypatch, "rest_framework", "rest_framework.authtoken", "django_filters")
+    # when
+    messages = check_api_apps()
+    # then
+    assert messages == []
+
+
+def test_the_api_mounted_without_its_exception_handler_is_w001(settings: SettingsWrapper) -> None:
+    # given
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "EXCEPTION_HANDLER": "rest_framework.views.exception_handler",
+    }
+    # when
+    [warning] = check_api_apps()
+    # then
+    assert (warning.id, warning.level) == ("cogitator_memory.W001", checks.WARNING)
+    assert "REST_FRAMEWORK['EXCEPTION_HANDLER'] is not the API's" in warning.msg
+
+
+def test_the_app_checks_are_registered_with_django(monkeypatch: pytest.MonkeyPatch) -> None:
+    # given
+    installed_except(monkeypatch, "rest_framework_api_key")
+    # when
+    ids = [message.id for message in checks.run_checks()]
+    # then: E008 comes from the compatibility checks; the URL check waits for it
+    assert "cogitator_memory.E008" in ids
+    assert "cogitator_memory.E009" not in ids

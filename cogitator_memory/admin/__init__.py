@@ -1,3 +1,9 @@
 """Admin registrations, one module per model group."""
 
-from cogitator_memory.admin import access, threads  # noqa: F401
+from cogitator_memory.admin import threads  # noqa: F401
+from cogitator_memory.checks import missing_required_apps
+
+# The grant form needs the user and API key models: without their apps it cannot be built,
+# and the system check cogitator_memory.E008 names what to add instead of a traceback here.
+if not missing_required_apps():
+    from cogitator_memory.admin import access  # noqa: F401
