@@ -9,6 +9,12 @@ class CogitatorMemoryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Importing registers the system checks and the settings-cache receivers.
-        from cogitator_memory import checks, conf  # noqa: F401
-        from cogitator_memory.embeddings import receivers, registry, services  # noqa: F401
+        # Importing registers the system checks, the settings-cache receivers and the
+        # receivers that enqueue tasks.
+        from cogitator_memory import checks, conf, lineage  # noqa: F401
+        from cogitator_memory.embeddings import entry_vectors, registry, services  # noqa: F401
+        from cogitator_memory.tasks import triggers  # noqa: F401
+
+        # What stands on entries goes with them, in the services' own transactions.
+        lineage.register(entry_vectors.EntryVectors())
+        entry_vectors.register_outbox_handlers()

@@ -1,12 +1,14 @@
 """Typed errors of the Python API.
 
-Every error is a ``CogitatorMemoryError``. Three families tell a caller (and the API's
-one exception handler) what went wrong:
+Every error is a ``CogitatorMemoryError``, and every one the app raises is defined here.
+Five families tell a caller (and the API's one exception handler) what went wrong:
 
-- ``NotFound``: the thing named does not exist (HTTP 404),
+- ``NotFound``: the thing named does not exist, or the caller may not see it (HTTP 404),
 - ``InvalidInput``: the request itself is wrong; ``errors`` maps field names to messages
   (HTTP 400),
-- ``Conflict``: the request is well formed but the current state refuses it (HTTP 409).
+- ``Forbidden``: the caller may see the thing but has no grant for this change (HTTP 403),
+- ``Conflict``: the request is well formed but the current state refuses it (HTTP 409),
+- ``ServiceFailed``: a service the app depends on failed; try again later (HTTP 503).
 
 Domain code raises them and knows nothing of HTTP.
 """
@@ -72,14 +74,18 @@ class InvalidEntry(InvalidInput):
     code = "invalid_entry"
 
 
-class EntryNotInThread(InvalidInput):
+class EntryNotInThread(NotFound):
     """An entry named as parent, rewind target, checkout target or fork point is not an
-    entry of the thread."""
+    entry of the thread (none has its id, or it belongs to another thread). ``errors``
+    names the field, as ``InvalidInput`` does; ``message`` is the sentence alone."""
 
     code = "entry_not_in_thread"
 
     def __init__(self, entry_id: str, thread_id: str, *, field: str = "entry_id") -> None:
-        super().__init__({field: f"Entry {entry_id!r} is not an entry of thread {thread_id!r}."})
+        sentence = f"Entry {entry_id!r} is not an entry of thread {thread_id!r}."
+        super().__init__(f"{field}: {sentence}")
+        self.message = sentence
+        self.errors: dict[str, list[str]] = {field: [sentence]}
         self.entry_id = entry_id
         self.thread_id = thread_id
         self.field = field
@@ -147,3 +153,104 @@ class PartialEntryNotSaveable(CogitatorMemoryError):
     """An entry read without its tool calls cannot be saved: saving would erase them."""
 
     code = "partial_entry"
+
+
+class Forbidden(CogitatorMemoryError):
+    """The caller may see what it names, but its grants do not allow this change."""
+
+    code = "permission_denied"
+
+
+class NoGrant(Forbidden):
+    """A write would put a thread where the caller's grants do not reach: an agent it is
+    not granted, or, under a grant that names users, a user it is not granted (or none)."""
+
+    code = "permission_denied"
+
+    def __init__(self, agent_id: str, user_id: str | None, *, agent_granted: bool) -> None:
+        if not agent_granted:
+            message = f"You have no grant for agent {agent_id!r}."
+        elif user_id is None:
+            message = f"Your grant for agent {agent_id!r} names users: give metadata.userId."
+        else:
+            message = f"You have no grant for user {user_id!r} of agent {agent_id!r}."
+        super().__init__(message)
+        self.agent_id = agent_id
+        self.user_id = user_id
+
+
+class ThreadIdUnavailable(Conflict):
+    """An explicit thread id is taken by a thread the caller may not see."""
+
+    code = "thread_id_unavailable"
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(f"The thread id {thread_id!r} cannot be used; choose another.")
+        self.thread_id = thread_id
+
+
+class ServiceFailed(CogitatorMemoryError):
+    """A service the app depends on (an embedding provider, a model) failed."""
+
+    code = "service_failed"
+
+
+# --- embeddings and search ---------------------------------------------------------------
+
+
+class EmbeddingServiceError(ServiceFailed):
+    """An embedding provider failed; the message names the provider and the HTTP status."""
+
+    code = "embedding_service_failed"
+
+    def __init__(self, provider: str, message: str, *, status: int | None = None) -> None:
+        detail = f"{provider} embeddings failed" + (f" (HTTP {status})" if status else "")
+        super().__init__(f"{detail}: {message}")
+        self.provider = provider
+        self.status = status
+
+
+class EmbeddingsNotConfigured(Conflict):
+    """A vector search was asked for, and no embedding service is configured."""
+
+    code = "embedding_service_unavailable"
+
+    def __init__(self) -> None:
+        super().__init__(
+            'No embedding service is configured (COGITATOR_MEMORY["EMBEDDINGS"]["PROVIDER"]); '
+            "search by keyword instead."
+        )
+
+
+class MessageIndexOff(CogitatorMemoryError):
+    """No embedding provider is configured, so messages cannot be embedded."""
+
+    code = "message_index_off"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The message index is off: no embedding provider is configured "
+            "(set COGITATOR_MEMORY['EMBEDDINGS']['PROVIDER'])."
+        )
+
+
+class VectorSearchUnavailable(Conflict):
+    """Vectors cannot be searched here, or not vectors of the query's size; ``reason``
+    says why (no pgvector extension or column, stored vectors of another size)."""
+
+    code = "vector_search_unavailable"
+
+    def __init__(self, reason: str) -> None:
+        end = "" if reason.endswith(".") else "."
+        super().__init__(f"Vector search is unavailable: {reason}{end}")
+        self.reason = reason
+
+
+class KeywordSearchUnavailable(Conflict):
+    """The store keeps its embeddings outside the database and cannot search words."""
+
+    code = "keyword_search_unavailable"
+
+    def __init__(self, store: object) -> None:
+        super().__init__(f"{type(store).__name__} has no keyword search.")
+        self.store = store

@@ -55,7 +55,7 @@ def count_image_tokens(
     """Estimated tokens of one image, by the tile rule of vision models."""
     if detail == "low":
         return IMAGE_LOW_DETAIL_TOKENS
-    if not width or not height:
+    if not width or not height or width < 0 or height < 0:
         width, height = UNKNOWN_IMAGE_SIZE
     scale = min(1.0, 2048 / max(width, height))
     w, h = width * scale, height * scale
@@ -86,10 +86,14 @@ def _part_tokens(part: Any) -> int:
 
 
 def _as_int(value: Any) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except (TypeError, ValueError):
+    """A size in pixels: a positive whole number, or None (unknown) for anything else."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
+    try:
+        size = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return size if size > 0 else None
 
 
 def count_content_tokens(content: Any) -> int:

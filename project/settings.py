@@ -15,6 +15,8 @@ from pathlib import Path
 
 import dj_database_url
 
+from cogitator_memory.beat import BEAT_SCHEDULE
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -162,6 +164,13 @@ SPECTACULAR_SETTINGS = {
         "EntryTypeEnum": "cogitator_memory.threads.models.EntryType",
         "RoleEnum": "cogitator_memory.threads.models.Role",
     },
+    # 3.1: its schemas are JSON Schema, which can describe object keys (propertyNames).
+    "OAS_VERSION": "3.1.0",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        # Links, JSON-object query parameters, the 413 and 415 of bodies.
+        "cogitator_memory.api.schema.postprocess_schema",
+    ],
 }
 
 # Celery: a Redis broker when CELERY_BROKER_URL is set, eager execution otherwise.
@@ -176,7 +185,8 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
-CELERY_BEAT_SCHEDULE: dict = {}
+# The app's periodic tasks: the outbox sweeper and the pruning of orphaned vectors.
+CELERY_BEAT_SCHEDULE: dict = {**BEAT_SCHEDULE}
 
 # The embedding service and vector store of cogitator_memory ("EMBEDDINGS" in
 # cogitator_memory/conf.py). Without a provider, vector search and the message index are off.

@@ -12,3 +12,4 @@ urlpatterns = [
 
 # API paths that match no route answer in the API's JSON error shape.
 handler404 = "cogitator_memory.api.handlers.not_found"
+handler400 = "cogitator_memory.api.handlers.bad_request"

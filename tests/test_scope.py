@@ -2,7 +2,8 @@
 
 import pytest
 
-from cogitator_memory.scope import Scope
+from cogitator_memory.exceptions import InvalidInput
+from cogitator_memory.scope import Scope, scope_condition, thread_owner
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Entry, Thread
 
@@ -14,7 +15,7 @@ def threads():
     return {
         "a_u1": services.create_thread("agent-a", {"userId": "u1"}),
         "a_u2": services.create_thread("agent-a", {"userId": "u2"}),
-        "b_num": services.create_thread("agent-b", {"userId": 5}),
+        "b_u5": services.create_thread("agent-b", {"userId": "5"}),
         "b_none": services.create_thread("agent-b"),
     }
 
@@ -42,14 +43,42 @@ def test_user_grant_limits_one_agent_and_leaves_the_other_whole(threads):
     # given a scope that sees user u1 of agent-a and all of agent-b
     scope = Scope.for_agents(["agent-a", "agent-b"], {"agent-a": ["u1"]})
     # then
-    assert visible_threads(scope) == {threads["a_u1"].id, threads["b_num"].id, threads["b_none"].id}
+    assert visible_threads(scope) == {threads["a_u1"].id, threads["b_u5"].id, threads["b_none"].id}
 
 
-def test_user_ids_match_by_type_so_a_number_is_not_its_text(threads):
-    # given a thread whose userId is the number 5
+def test_a_grant_naming_users_does_not_see_a_thread_of_no_user(threads):
     scope = Scope.for_agents(["agent-b"], {"agent-b": ["5"]})
-    # then the text "5" does not see it, nor a thread without a user
-    assert visible_threads(scope) == set()
+    assert visible_threads(scope) == {threads["b_u5"].id}
+
+
+@pytest.mark.parametrize("user_id", [5, 5.0, True, ["u1"], {"id": "u1"}, "", "x" * 256])
+def test_a_user_id_that_is_not_a_text_is_refused_not_converted(user_id):
+    # given metadata whose userId another reader could compare differently
+    with pytest.raises(InvalidInput) as refused:
+        services.create_thread("agent-a", {"userId": user_id})
+    # then the field is named and nothing is written
+    assert list(refused.value.errors) == ["metadata.userId"]
+    assert Thread.objects.count() == 0
+
+
+def test_the_owner_column_follows_the_metadata_on_every_write(threads):
+    thread = threads["a_u1"]
+    assert Thread.objects.get(pk=thread.pk).user_id == "u1"
+    services.update_thread(thread.pk, {"userId": "u9"})
+    assert Thread.objects.get(pk=thread.pk).user_id == "u9"
+    services.update_thread(thread.pk, {"topic": "x"}, replace=True)
+    assert Thread.objects.get(pk=thread.pk).user_id is None
+    services.update_thread(thread.pk, {"userId": None})
+    assert Thread.objects.get(pk=thread.pk).user_id is None
+
+
+def test_thread_owner_reads_one_rule():
+    assert thread_owner(None) is None
+    assert thread_owner({}) is None
+    assert thread_owner({"userId": None}) is None
+    assert thread_owner({"userId": "ana"}) == "ana"
+    with pytest.raises(InvalidInput):
+        thread_owner({"userId": 7})
 
 
 def test_entries_follow_the_scope_of_their_thread(threads):
@@ -62,8 +91,23 @@ def test_entries_follow_the_scope_of_their_thread(threads):
     assert list(Entry.objects.visible_to(scope).values_list("id", flat=True)) == [mine.id]
 
 
-def test_allows_mirrors_the_queryset():
-    scope = Scope.for_agents(["agent-a", "agent-b"], {"agent-a": ["u1"]})
+def test_scope_condition_is_none_for_a_scope_that_sees_nothing():
+    assert scope_condition(Scope.nothing(), agent_field="a", user_field="u") is None
+    assert Thread.objects.visible_to(Scope.nothing()).query.is_empty()
+
+
+def test_allows_mirrors_the_queryset(threads):
+    scopes = [
+        Scope.for_agents(["agent-a", "agent-b"], {"agent-a": ["u1"]}),
+        Scope.for_agents(["agent-b"], {"agent-b": ["5"]}),
+        Scope.for_agents(["agent-a"]),
+        Scope.nothing(),
+        Scope.everything(),
+    ]
+    for scope in scopes:
+        in_python = {t.id for t in Thread.objects.all() if scope.allows_thread(t)}
+        assert in_python == visible_threads(scope)
+    scope = scopes[0]
     assert scope.allows("agent-a", "u1")
     assert not scope.allows("agent-a", "u2")
     assert not scope.allows("agent-a", None)

@@ -11,189 +11,59 @@ granted to them, as the REST API does; a superuser sees all.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any, cast
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
-from django.utils.text import Truncator, capfirst
+from django.utils.text import capfirst
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
+from cogitator_memory import policy
 from cogitator_memory.access.selectors import scope_for_user
-from cogitator_memory.exceptions import CogitatorMemoryError, InvalidInput, ThreadNotFound
+from cogitator_memory.admin.entry_tree import build_entry_tree, content_preview
+from cogitator_memory.exceptions import (
+    CogitatorMemoryError,
+    InvalidInput,
+    NoGrant,
+    ThreadNotFound,
+)
+from cogitator_memory.scope import Scope, thread_owner
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Entry, Thread
 from cogitator_memory.threads.querysets import EntryQuerySet, ThreadQuerySet
-from cogitator_memory.threads.validation import validate_metadata
-
-PREVIEW_CHARS = 120
-
-
-def content_preview(content: Any, *, chars: int = PREVIEW_CHARS) -> str:
-    """The text of an entry's content, shortened; other content parts by their type."""
-    if isinstance(content, list):
-        pieces = []
-        for part in content:
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                pieces.append(part["text"])
-            elif isinstance(part, dict):
-                pieces.append(f"[{part.get('type', 'part')}]")
-        content = " ".join(pieces)
-    return Truncator(" ".join(str(content or "").split())).chars(chars)
-
-
-# --- the entry tree of a thread's page -------------------------------------------------
-
-
-@dataclass
-class EntryNode:
-    """One entry of the tree, with what the page shows of it."""
-
-    entry: Entry
-    children: list[EntryNode] = field(default_factory=list)
-    on_active_path: bool = False
-    is_active_leaf: bool = False
-    # Set when the parent is older than the entries shown (the tree is capped).
-    parent_hidden: bool = False
-    parent_seq: int | None = None
-
-    @property
-    def has_branches(self) -> bool:
-        return len(self.children) > 1
-
-    @property
-    def preview(self) -> str:
-        return content_preview(self.entry.content)
-
-    @property
-    def event_summary(self) -> str:
-        payload = json.dumps(self.entry.event, ensure_ascii=False, sort_keys=True, default=str)
-        return Truncator(payload).chars(PREVIEW_CHARS)
-
-    @property
-    def redaction_reason(self) -> str:
-        redaction = self.entry.redaction if isinstance(self.entry.redaction, dict) else {}
-        return str(redaction.get("reason") or "")
-
-
-@dataclass(frozen=True)
-class TreeStep:
-    """One step of the flat walk the template renders as nested lists.
-
-    Kinds: ``branches_open``/``branches_close`` (a list of sibling branches),
-    ``branch_open``/``branch_close`` (one branch: a chain of entries), ``entry`` (left
-    open when the entry forks into branches) and ``entry_close``.
-    """
-
-    kind: str
-    node: EntryNode | None = None
-    active: bool = False
-
-
-@dataclass
-class EntryTree:
-    steps: list[TreeStep]
-    shown: int
-    limit: int
-    truncated: bool
-    # True when the active leaf is among the entries left out.
-    active_leaf_hidden: bool
-
-
-def _tree_steps(roots: list[EntryNode]) -> list[TreeStep]:
-    # An explicit stack instead of recursive includes: a thread can fork hundreds of
-    # times, deeper than the template engine's recursion should go.
-    steps = [TreeStep("branches_open")]
-    work: list[TreeStep | EntryNode] = [TreeStep("branches_close"), *reversed(roots)]
-    while work:
-        item = work.pop()
-        if isinstance(item, TreeStep):
-            steps.append(item)
-            continue
-        steps.append(TreeStep("branch_open", node=item, active=item.on_active_path))
-        node = item
-        steps.append(TreeStep("entry", node=node))
-        while len(node.children) == 1:
-            node = node.children[0]
-            steps.append(TreeStep("entry", node=node))
-        work.append(TreeStep("branch_close"))
-        if node.has_branches:
-            steps.append(TreeStep("branches_open"))
-            work.extend([TreeStep("entry_close"), TreeStep("branches_close")])
-            work.extend(reversed(node.children))
-    return steps
-
-
-def build_entry_tree(thread: Thread, *, limit: int) -> EntryTree:
-    """The newest ``limit`` entries of ``thread`` as a forest, read in one query.
-
-    A parent's seq is always lower than its children's, so the entries shown are closed
-    under "child of": only roots can have a parent left out.
-    """
-    rows = list(
-        Entry.objects.of_thread(thread.pk)
-        # Tool calls, results and metadata can be large and the tree shows none of them.
-        .defer("tool_calls", "tool_results", "metadata")
-        .annotate(
-            has_tool_calls=ExpressionWrapper(
-                Q(tool_calls__isnull=False), output_field=BooleanField()
-            )
-        )
-        .order_by("-seq")[: limit + 1]
-    )
-    truncated = len(rows) > limit
-    entries = list(reversed(rows[:limit]))
-    nodes = {entry.pk: EntryNode(entry) for entry in entries}
-
-    cursor = nodes.get(thread.active_leaf_id) if thread.active_leaf_id else None
-    if cursor is not None:
-        cursor.is_active_leaf = True
-    while cursor is not None:
-        cursor.on_active_path = True
-        parent_id = cursor.entry.parent_id
-        cursor = nodes.get(parent_id) if parent_id else None
-
-    roots: list[EntryNode] = []
-    for entry in entries:
-        node = nodes[entry.pk]
-        parent = nodes.get(entry.parent_id) if entry.parent_id else None
-        if parent is None:
-            node.parent_hidden = entry.parent_id is not None
-            roots.append(node)
-        else:
-            node.parent_seq = parent.entry.seq
-            parent.children.append(node)
-    return EntryTree(
-        steps=_tree_steps(roots),
-        shown=len(entries),
-        limit=limit,
-        truncated=truncated,
-        active_leaf_hidden=thread.active_leaf_id is not None and thread.active_leaf_id not in nodes,
-    )
-
-
-# --- threads ---------------------------------------------------------------------------
+from cogitator_memory.threads.validation import validate_thread_metadata
 
 
 class ThreadAdminForm(forms.ModelForm):
+    """The thread's metadata, checked by the same rules as the API's: valid metadata, and
+    a user the staff user's grants reach (``policy.require_write``)."""
+
+    # Set per request by ThreadAdmin.get_form: whose grants the change must stay within.
+    scope: Scope | None = None
+
     class Meta:
         model = Thread
         fields = ("metadata",)
 
     def clean_metadata(self) -> dict[str, Any]:
         try:
-            return validate_metadata(self.cleaned_data.get("metadata"))
+            metadata = validate_thread_metadata(self.cleaned_data.get("metadata"))
+            policy.require_write(self.scope, self.instance.agent_id, thread_owner(metadata))
         except InvalidInput as exc:
-            raise ValidationError(exc.errors["metadata"]) from exc
+            raise ValidationError(
+                [message for messages in exc.errors.values() for message in messages]
+            ) from exc
+        except NoGrant as exc:
+            raise ValidationError(exc.message) from exc
+        return metadata
 
 
 @admin.register(Thread)
@@ -204,8 +74,25 @@ class ThreadAdmin(admin.ModelAdmin):
     search_fields = ("id", "agent_id", "metadata")
     date_hierarchy = "updated_at"
     ordering = ("-updated_at", "-id")
-    readonly_fields = ("id", "agent_id", "active_leaf", "next_seq", "created_at", "updated_at")
-    fields = ("id", "agent_id", "metadata", "active_leaf", "next_seq", "created_at", "updated_at")
+    readonly_fields = (
+        "id",
+        "agent_id",
+        "user_id",
+        "active_leaf",
+        "next_seq",
+        "created_at",
+        "updated_at",
+    )
+    fields = (
+        "id",
+        "agent_id",
+        "user_id",
+        "metadata",
+        "active_leaf",
+        "next_seq",
+        "created_at",
+        "updated_at",
+    )
     # A thread's page shows at most this many entries, the newest.
     tree_entry_limit = 500
 
@@ -220,14 +107,24 @@ class ThreadAdmin(admin.ModelAdmin):
         # Threads are created by the agents that use them, through the Python API or REST API.
         return False
 
-    @admin.display(description=_("user id"))
-    def user_id(self, obj: Thread) -> str:
-        value = (obj.metadata or {}).get("userId") if isinstance(obj.metadata, dict) else None
-        return str(value) if value is not None else "-"
+    def get_form(
+        self, request: HttpRequest, obj: Thread | None = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm]:
+        form = super().get_form(request, obj, change, **kwargs)
+        return type(form.__name__, (form,), {"scope": scope_for_user(request.user)})
 
     def save_model(self, request: HttpRequest, obj: Thread, form: Any, change: bool) -> None:
         if "metadata" in form.changed_data:
-            services.update_thread(obj.pk, form.cleaned_data["metadata"], replace=True)
+            try:
+                services.update_thread(
+                    obj.pk,
+                    form.cleaned_data["metadata"],
+                    replace=True,
+                    scope=scope_for_user(request.user),
+                )
+            except NoGrant as exc:
+                # The grants changed between the form's check and the save.
+                raise PermissionDenied(exc.message) from exc
 
     def get_deleted_objects(
         self, objs: Iterable[Thread], request: HttpRequest
@@ -248,16 +145,17 @@ class ThreadAdmin(admin.ModelAdmin):
     def delete_model(self, request: HttpRequest, obj: Thread) -> None:
         # The service removes the entries in the order the tree constraints need and
         # tells listeners (derived memory) after commit.
-        self._delete_threads([obj.pk])
+        self._delete_threads(request, [obj.pk])
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Thread]) -> None:
-        self._delete_threads(list(queryset.values_list("pk", flat=True)))
+        self._delete_threads(request, list(queryset.values_list("pk", flat=True)))
 
     @staticmethod
-    def _delete_threads(thread_ids: Iterable[str]) -> None:
+    def _delete_threads(request: HttpRequest, thread_ids: Iterable[str]) -> None:
+        scope = scope_for_user(request.user)
         for thread_id in thread_ids:
             try:
-                services.delete_thread(thread_id)
+                services.delete_thread(thread_id, scope=scope)
             except ThreadNotFound:
                 continue
 
@@ -332,7 +230,7 @@ class ThreadAdmin(admin.ModelAdmin):
         request: HttpRequest,
         object_id: str,
         *,
-        move: Callable[[str, str], Thread],
+        move: Callable[..., Thread],
         done: str,
     ) -> HttpResponse:
         thread = self.get_object(request, unquote(object_id))
@@ -351,7 +249,7 @@ class ThreadAdmin(admin.ModelAdmin):
             return HttpResponseRedirect(change_url)
         previous = thread.active_leaf_id
         try:
-            thread = move(thread.pk, entry_id)
+            thread = move(thread.pk, entry_id, scope=scope_for_user(request.user))
         except InvalidInput as exc:
             # The field name means nothing on this page; the messages say what is wrong.
             text = " ".join(message for field in exc.errors.values() for message in field)

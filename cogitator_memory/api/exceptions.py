@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -18,17 +19,26 @@ from rest_framework.views import set_rollback
 from cogitator_memory.exceptions import (
     CogitatorMemoryError,
     Conflict,
+    Forbidden,
     InvalidInput,
     NotFound,
+    ServiceFailed,
 )
 
 # (error class, HTTP status) in the order they are tried: subclasses first.
 DOMAIN_STATUSES: list[tuple[type[CogitatorMemoryError], int]] = [
     (NotFound, status.HTTP_404_NOT_FOUND),
     (InvalidInput, status.HTTP_400_BAD_REQUEST),
+    (Forbidden, status.HTTP_403_FORBIDDEN),
     (Conflict, status.HTTP_409_CONFLICT),
+    (ServiceFailed, status.HTTP_503_SERVICE_UNAVAILABLE),
     (CogitatorMemoryError, status.HTTP_400_BAD_REQUEST),
 ]
+
+
+TOO_LARGE_MESSAGE = (
+    "The request body is larger than the server accepts (DATA_UPLOAD_MAX_MEMORY_SIZE)."
+)
 
 
 def error_body(code: str, message: str, errors: dict[str, list[str]] | None = None) -> dict:
@@ -59,9 +69,17 @@ def memory_exception_handler(exc: Exception, context: dict[str, Any]) -> Respons
     """DRF exception handler: typed errors and DRF's own, in one shape."""
     if isinstance(exc, CogitatorMemoryError):
         code = next(s for cls, s in DOMAIN_STATUSES if isinstance(exc, cls))
-        errors = exc.errors if isinstance(exc, InvalidInput) else {}
+        # InvalidInput and some others (EntryNotInThread, a 404) name the fields to blame.
+        carried = getattr(exc, "errors", None)
+        errors = carried if isinstance(carried, dict) else {}
         set_rollback()
         return Response(error_body(exc.code, exc.message, errors), status=code)
+    if isinstance(exc, RequestDataTooBig):
+        set_rollback()
+        return Response(
+            error_body("request_too_large", TOO_LARGE_MESSAGE),
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):

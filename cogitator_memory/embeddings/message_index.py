@@ -1,7 +1,7 @@
 """The message index: one vector per message of a thread, kept in the embedding store.
 
 Entries of type message or tool_result that have text and are not redacted are embedded
-in the background (``embeddings/receivers.py`` enqueues ``tasks/embeddings.py``) and
+in the background (``tasks/triggers.py`` enqueues ``tasks/embeddings.py``) and
 stored with source_type ``"message"``, source_id the entry id and the metadata
 ``{"index": "messages", "agentId", "threadId", "userId"}`` of their thread. A deleted or
 redacted entry loses its vectors, and so do the entries of a cleared or deleted thread.
@@ -28,11 +28,16 @@ from cogitator_memory.embeddings.models import (
 from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.embeddings.services import (
     EmbeddingService,
-    EmbeddingServiceError,
     get_embedding_service,
 )
 from cogitator_memory.embeddings.types import EmbeddingFilter, EmbeddingStore, NewEmbedding
-from cogitator_memory.exceptions import CogitatorMemoryError, InvalidInput, ThreadNotFound
+from cogitator_memory.exceptions import (
+    EmbeddingServiceError,
+    InvalidInput,
+    MessageIndexOff,
+    ThreadNotFound,
+)
+from cogitator_memory.limits import check_limit
 from cogitator_memory.threads.models import CONVERSATION_TYPES, Entry, Thread
 from cogitator_memory.threads.querysets import EntryQuerySet
 
@@ -61,18 +66,6 @@ MAX_TEXT_CHARS = 8000
 # Content parts that carry text, as chat and response APIs name them.
 TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 _MESSAGES_FILTER = EmbeddingFilter(source_type=MESSAGE_SOURCE_TYPE, index=MESSAGES_INDEX)
-
-
-class MessageIndexOff(CogitatorMemoryError):
-    """No embedding provider is configured, so messages cannot be embedded."""
-
-    code = "message_index_off"
-
-    def __init__(self) -> None:
-        super().__init__(
-            "The message index is off: no embedding provider is configured "
-            "(set COGITATOR_MEMORY['EMBEDDINGS']['PROVIDER'])."
-        )
 
 
 def message_index_enabled() -> bool:
@@ -328,8 +321,7 @@ def reindex(
     if get_embedding_service() is None:
         raise MessageIndexOff()
     size = memory_settings.EMBEDDINGS.get("BATCH_SIZE") if batch_size is None else batch_size
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise InvalidInput({"batch_size": "batch_size must be a whole number of 1 or more."})
+    check_limit(size, field="batch_size")
     entries = entries_to_reindex(
         thread_id=thread_id, agent_id=agent_id, all_threads=all_threads, resume_from=resume_from
     )

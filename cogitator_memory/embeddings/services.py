@@ -16,19 +16,6 @@ from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
 from cogitator_memory.conf import memory_settings
-from cogitator_memory.exceptions import CogitatorMemoryError
-
-
-class EmbeddingServiceError(CogitatorMemoryError):
-    """A provider failed; the message names the provider and the HTTP status."""
-
-    code = "embedding_service_error"
-
-    def __init__(self, provider: str, message: str, *, status: int | None = None) -> None:
-        detail = f"{provider} embeddings failed" + (f" (HTTP {status})" if status else "")
-        super().__init__(f"{detail}: {message}")
-        self.provider = provider
-        self.status = status
 
 
 class EmbeddingService(Protocol):

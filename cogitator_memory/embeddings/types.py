@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -70,15 +70,29 @@ class EmbeddingFilter:
 
 @dataclass(frozen=True)
 class VectorStatus:
-    """``available`` and ``dimensions``, or why vectors cannot be searched."""
+    """``available`` and ``dimensions``, or why vectors cannot be searched.
+
+    ``missing_indexes``: sizes of stored (or configured) vectors whose index the store
+    lacks; their searches still return the right rows, by reading every row of the size,
+    and slow down as the table grows. ``hint`` says, in a sentence, what to run about it.
+    """
 
     available: bool
     dimensions: int | None = None
     reason: str | None = None
+    missing_indexes: tuple[int, ...] = ()
+    hint: str | None = None
 
 
 class EmbeddingStore(Protocol):
-    """The seam every vector store implements (pgvector, exact scan, Qdrant)."""
+    """The seam every vector store implements (pgvector, exact scan, Qdrant).
+
+    ``transactional``: the store keeps its rows in the app's database, so its writes
+    take part in the caller's transaction (exact, pgvector); a store outside it (Qdrant)
+    is changed after commit, through the outbox.
+    """
+
+    transactional: bool
 
     def add(self, embeddings: Sequence[NewEmbedding]) -> list[StoredEmbedding]: ...
 
@@ -100,6 +114,18 @@ class EmbeddingStore(Protocol):
     def delete_by_sources(self, source_ids: Sequence[str]) -> int: ...
 
     def delete_by_filter(self, filter: EmbeddingFilter) -> int: ...
+
+    def set_owner(self, thread_id: str, user_id: str | None) -> int:
+        """Give every embedding of this thread the thread's new user (``userId`` in its
+        metadata, none when ``user_id`` is None); returns how many changed."""
+        ...
+
+    def iter_source_ids(
+        self, filter: EmbeddingFilter | None = None, *, batch_size: int = 1000
+    ) -> Iterator[list[str]]:
+        """The source ids of the embeddings ``filter`` admits, a batch at a time, each id
+        once within a batch (the order is the store's)."""
+        ...
 
     def vector_status(self) -> VectorStatus: ...
 

@@ -102,7 +102,11 @@ def _carry_out(message: OutboxMessage) -> bool:
     except Exception as exc:
         attempts = message.attempts + 1
         logger.warning(
-            "Outbox message %s (%s) failed, attempt %d: %s", message.pk, message.topic, attempts, exc
+            "Outbox message %s (%s) failed, attempt %d: %s",
+            message.pk,
+            message.topic,
+            attempts,
+            exc,
         )
         OutboxMessage.objects.filter(pk=message.pk).update(
             attempts=attempts,

@@ -50,9 +50,10 @@ from cogitator_memory.embeddings.querysets import EmbeddingQuerySet
 from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.embeddings.stores.base import DatabaseEmbeddingStore, filtered, stored
 from cogitator_memory.embeddings.types import EmbeddingFilter, EmbeddingStore, SearchHit
-from cogitator_memory.exceptions import Conflict, InvalidInput
+from cogitator_memory.exceptions import InvalidInput, KeywordSearchUnavailable
+from cogitator_memory.limits import check_limit
 from cogitator_memory.scope import Scope
-from cogitator_memory.search.scoping import search_visible, visible_q
+from cogitator_memory.search.scoping import current_q, search_visible, visible_q
 from cogitator_memory.search.tokenizer import query_terms, tokenize
 
 # Candidate rows ranked per search at most: about 0.3 s for 5,000 rows of 50 words on
@@ -64,16 +65,6 @@ READ_CHUNK = 1000
 MAX_QUERY_LENGTH = 10_000
 # bm25s's variant of BM25: Lucene's idf, which is never negative.
 BM25_METHOD = "lucene"
-
-
-class KeywordSearchUnavailable(Conflict):
-    """The store keeps its embeddings outside the database and cannot search words."""
-
-    code = "keyword_search_unavailable"
-
-    def __init__(self, store: object) -> None:
-        super().__init__(f"{type(store).__name__} has no keyword search.")
-        self.store = store
 
 
 @dataclass(frozen=True)
@@ -197,13 +188,6 @@ def check_query(query: str) -> str:
     return query
 
 
-def check_limit(limit: int, *, field: str = "limit") -> int:
-    """``limit`` if it is a whole number of 1 or more; ``InvalidInput`` otherwise."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise InvalidInput({field: "limit must be a whole number of 1 or more."})
-    return limit
-
-
 def _holds(term: str) -> Q:
     # LIKE folds only ASCII letters on SQLite; a word with other letters is matched by a
     # case-insensitive regex, which SQLite runs with Python's re, folding case as
@@ -270,7 +254,7 @@ def _database_keyword_search(
     include_shared: bool,
     candidates: int,
 ) -> list[SearchHit]:
-    rows = filtered(Embedding.objects.all(), filter)
+    rows = filtered(Embedding.objects.all(), filter).filter(current_q(scope))
     if scope is not None:
         condition = visible_q(scope, include_shared=include_shared)
         if condition is None:

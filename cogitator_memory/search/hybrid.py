@@ -16,16 +16,21 @@ from dataclasses import dataclass, field
 from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.embeddings.services import (
     EmbeddingService,
-    EmbeddingServiceError,
     get_embedding_service,
 )
 from cogitator_memory.embeddings.stores.base import check_vector
 from cogitator_memory.embeddings.types import EmbeddingFilter, EmbeddingStore, SearchHit
-from cogitator_memory.exceptions import CogitatorMemoryError, Conflict, InvalidInput
+from cogitator_memory.exceptions import (
+    CogitatorMemoryError,
+    EmbeddingServiceError,
+    EmbeddingsNotConfigured,
+    InvalidInput,
+    KeywordSearchUnavailable,
+    VectorSearchUnavailable,
+)
+from cogitator_memory.limits import check_limit
 from cogitator_memory.scope import Scope
 from cogitator_memory.search.bm25 import (
-    KeywordSearchUnavailable,
-    check_limit,
     check_query,
     keyword_search,
 )
@@ -47,28 +52,6 @@ DEFAULT_WEIGHTS: Mapping[str, float] = {KEYWORD: 1.0, VECTOR: 1.0}
 # that an item ranked low by one channel and high by the other can still rise.
 CHANNEL_DEPTH_FACTOR = 3
 MIN_CHANNEL_DEPTH = 30
-
-
-class EmbeddingServiceUnavailable(Conflict):
-    """A vector search was asked for, and no embedding service is configured."""
-
-    code = "embedding_service_unavailable"
-
-    def __init__(self) -> None:
-        super().__init__(
-            'No embedding service is configured (COGITATOR_MEMORY["EMBEDDINGS"]["PROVIDER"]); '
-            "search by keyword instead."
-        )
-
-
-class VectorSearchUnavailable(Conflict):
-    """The store cannot search vectors now, or not vectors of the query's size."""
-
-    code = "vector_search_unavailable"
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"Vector search is unavailable: {reason}.")
-        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -121,7 +104,7 @@ def semantic_search(
     among those ``filter`` admits and ``scope`` may see (as in ``keyword_search``).
 
     ``service``: the configured embedding service when None. Raises ``InvalidInput``
-    for an empty query or a bad limit, ``EmbeddingServiceUnavailable`` when there is no
+    for an empty query or a bad limit, ``EmbeddingsNotConfigured`` when there is no
     service, ``EmbeddingServiceError`` when it fails, ``VectorSearchUnavailable`` when the
     store cannot search vectors of the query's size.
     """
@@ -129,7 +112,7 @@ def semantic_search(
     check_limit(limit)
     service = service if service is not None else get_embedding_service()
     if service is None:
-        raise EmbeddingServiceUnavailable()
+        raise EmbeddingsNotConfigured()
     vector = embed_query(query, service)
     store = store if store is not None else get_embedding_store()
     _vector_ready(store, vector)
@@ -195,7 +178,7 @@ def hybrid_search(
         failures[KEYWORD] = exc
     service = service if service is not None else get_embedding_service()
     if service is None:
-        failures[VECTOR] = EmbeddingServiceUnavailable()
+        failures[VECTOR] = EmbeddingsNotConfigured()
     else:
         try:
             rankings[VECTOR] = semantic_search(

@@ -15,6 +15,10 @@ Rows in the database are filtered with ``visible_q`` inside the query. Other sto
 only take an ``EmbeddingFilter``, so ``search_visible`` narrows the filter as far as it
 can, drops what the scope does not allow from each answer, and asks again for more until
 it has ``limit`` visible hits or the store has no more.
+
+The owner kept in a row is a copy; the thread is the truth. Every answer is checked
+against it (``still_current``): a hit naming a thread is returned only if the caller can
+open that thread now, and a message hit only while its entry exists unredacted.
 """
 
 from __future__ import annotations
@@ -24,10 +28,12 @@ from collections.abc import Callable
 
 from django.db.models import Q
 
-from cogitator_memory.embeddings.models import AGENT_ID_KEY, THREAD_ID_KEY, USER_ID_KEY
+from cogitator_memory.embeddings.message_index import MESSAGE_SOURCE_TYPE, MESSAGES_INDEX
+from cogitator_memory.embeddings.models import AGENT_ID_KEY, INDEX_KEY, THREAD_ID_KEY, USER_ID_KEY
 from cogitator_memory.embeddings.stores.base import scope_value
 from cogitator_memory.embeddings.types import EmbeddingFilter, SearchHit, StoredEmbedding
-from cogitator_memory.scope import Scope
+from cogitator_memory.scope import Scope, scope_condition
+from cogitator_memory.threads.models import Entry, Thread
 
 # The most hits ``search_visible`` asks a store for at once; past it, what was found is
 # returned. Each round asks for four times as many as the last.
@@ -38,26 +44,14 @@ SearchRun = Callable[[EmbeddingFilter | None, int], list[SearchHit]]
 
 
 def visible_q(scope: Scope, *, include_shared: bool) -> Q | None:
-    """The condition on ``Embedding`` rows of what ``scope`` may see; None when it may see
-    nothing. An unrestricted scope sees every row (``Q()``)."""
-    if scope.agent_ids is None:
-        return Q()
-    every_user = sorted(a for a in scope.agent_ids if scope.user_ids.get(a) is None)
-    parts: list[Q] = []
-    if every_user:
-        parts.append(Q(agent_id__in=every_user))
-    for agent_id in sorted(scope.agent_ids):
-        users = scope.user_ids.get(agent_id)
-        if users is not None:
-            parts.append(Q(agent_id=agent_id, user_id__in=sorted(users)))
-    if include_shared:
-        parts.append(Q(agent_id__isnull=True, user_id__isnull=True, thread_id__isnull=True))
-    if not parts:
-        return None
-    condition = parts[0]
-    for part in parts[1:]:
-        condition |= part
-    return condition
+    """The condition on ``Embedding`` rows of what ``scope`` may see (the one scope rule,
+    ``scope.scope_condition``, on the rows' agent and user, plus shared rows where
+    allowed); None when it may see nothing. An unrestricted scope sees every row."""
+    condition = scope_condition(scope, agent_field="agent_id", user_field="user_id")
+    if scope.agent_ids is None or not include_shared:
+        return condition
+    shared = Q(agent_id__isnull=True, user_id__isnull=True, thread_id__isnull=True)
+    return shared if condition is None else condition | shared
 
 
 def is_visible(embedding: StoredEmbedding, scope: Scope, *, include_shared: bool) -> bool:
@@ -69,10 +63,66 @@ def is_visible(embedding: StoredEmbedding, scope: Scope, *, include_shared: bool
     if agent_id is None:
         thread_id = scope_value(embedding.metadata, THREAD_ID_KEY)
         return include_shared and user_id is None and thread_id is None
-    if agent_id not in scope.agent_ids:
-        return False
-    users = scope.user_ids.get(agent_id)
-    return users is None or (user_id is not None and user_id in users)
+    return scope.allows(agent_id, user_id)
+
+
+def current_q(scope: Scope | None) -> Q:
+    """``still_current`` as a condition on ``Embedding`` rows, for searches the database
+    runs itself (keyword search)."""
+    live_messages = Q(source_id__in=Entry.objects.filter(redaction__isnull=True).values("pk"))
+    condition = ~Q(source_type=MESSAGE_SOURCE_TYPE, index_name=MESSAGES_INDEX) | live_messages
+    if scope is not None and scope.agent_ids is not None:
+        open_threads = Thread.objects.visible_to(scope).values("pk")
+        condition &= Q(thread_id__isnull=True) | Q(thread_id__in=open_threads)
+    return condition
+
+
+def still_current(hits: list[SearchHit], scope: Scope | None) -> list[SearchHit]:
+    """The hits whose sources stand now: a hit of the message index only while its entry
+    exists and is not redacted, and, for a restricted ``scope``, a hit naming a thread
+    only while that thread exists and the caller may open it. Copies of a thread's owner
+    kept with its vectors follow the thread in the same transaction (or, outside the
+    database, shortly after); this check makes the thread's current owner the one that
+    counts either way. Two queries, whatever the number of hits."""
+    message_ids = {
+        hit.embedding.source_id
+        for hit in hits
+        if hit.embedding.source_type == MESSAGE_SOURCE_TYPE
+        and hit.embedding.metadata.get(INDEX_KEY) == MESSAGES_INDEX
+    }
+    live_entries = (
+        set(
+            Entry.objects.filter(pk__in=message_ids, redaction__isnull=True).values_list(
+                "pk", flat=True
+            )
+        )
+        if message_ids
+        else set()
+    )
+    restricted = scope if scope is not None and scope.agent_ids is not None else None
+    thread_ids = {
+        thread_id
+        for hit in hits
+        if (thread_id := scope_value(hit.embedding.metadata, THREAD_ID_KEY)) is not None
+    }
+    open_threads = (
+        set(
+            Thread.objects.visible_to(restricted)
+            .filter(pk__in=thread_ids)
+            .values_list("pk", flat=True)
+        )
+        if restricted is not None and thread_ids
+        else set()
+    )
+
+    def stands(hit: SearchHit) -> bool:
+        embedding = hit.embedding
+        if embedding.source_id in message_ids and embedding.source_id not in live_entries:
+            return False
+        thread_id = scope_value(embedding.metadata, THREAD_ID_KEY)
+        return restricted is None or thread_id is None or thread_id in open_threads
+
+    return [hit for hit in hits if stands(hit)]
 
 
 def _granted_agents(filter: EmbeddingFilter | None, scope: Scope) -> frozenset[str]:
@@ -115,23 +165,27 @@ def search_visible(
     scope: Scope | None,
     include_shared: bool,
 ) -> list[SearchHit]:
-    """The best ``limit`` hits of ``run(filter, n)`` that ``scope`` may see.
+    """The best ``limit`` hits of ``run(filter, n)`` that ``scope`` may see and whose
+    sources stand now (``still_current``).
 
     ``run`` returns hits best first. The visible hits among a store's best ``n`` are the
     best visible hits, so asking for more until ``limit`` of them are visible (or the
     store returns fewer than asked) gives the same answer as a search inside the scope.
     """
-    if scope is None or scope.agent_ids is None:
-        return run(filter, limit)
-    if sees_nothing(filter, scope, include_shared=include_shared):
+    restricted = scope if scope is not None and scope.agent_ids is not None else None
+    if restricted is not None and sees_nothing(filter, restricted, include_shared=include_shared):
         return []
-    store_filter = narrowed_filter(filter, scope)
+    store_filter = narrowed_filter(filter, restricted) if restricted is not None else filter
     fetch = limit
     while True:
         hits = run(store_filter, fetch)
         visible = [
-            hit for hit in hits if is_visible(hit.embedding, scope, include_shared=include_shared)
+            hit
+            for hit in hits
+            if restricted is None
+            or is_visible(hit.embedding, restricted, include_shared=include_shared)
         ]
+        visible = still_current(visible, scope)
         if len(visible) >= limit or len(hits) < fetch or fetch >= MAX_FETCH:
             return visible[:limit]
         fetch = min(fetch * FETCH_GROWTH, MAX_FETCH)

@@ -1,8 +1,8 @@
-"""Tasks of the message index: embed entries, delete the vectors of entries.
+"""Tasks of the message index: embed entries.
 
 Each takes entry ids (never entries) and calls one service of
-``embeddings/message_index.py``. Both are safe to run twice: a store replaces the vector
-of the same source, and deleting what is gone deletes nothing.
+``embeddings/message_index.py``. It is safe to run twice: a store replaces the vector of
+the same source, and entries that already have one are not embedded again.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from celery import shared_task
 from django.db import OperationalError
 
 from cogitator_memory.embeddings import message_index
-from cogitator_memory.embeddings.services import EmbeddingServiceError
+from cogitator_memory.exceptions import EmbeddingServiceError
 from cogitator_memory.threads.models import Entry
 
 logger = logging.getLogger(__name__)
@@ -47,18 +47,3 @@ def embed_entries_task(entry_ids: list[str]) -> int:
     if not present:
         return 0
     return message_index.index_entries(present, only_missing=True)
-
-
-@shared_task(
-    autoretry_for=RETRIED_ERRORS,
-    retry_backoff=True,
-    retry_backoff_max=TASK_RETRY_BACKOFF_MAX,
-    retry_jitter=True,
-    max_retries=TASK_MAX_RETRIES,
-    acks_late=True,
-    ignore_result=True,
-)
-def unindex_entries_task(entry_ids: list[str]) -> int:
-    """Delete every vector of these entries (deleted, redacted, or of a cleared or
-    deleted thread). Returns how many vectors were deleted."""
-    return message_index.unindex_entries(entry_ids)

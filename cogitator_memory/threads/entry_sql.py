@@ -66,6 +66,8 @@ def _statements(vendor: str, lock_clause: str, quote_key: str) -> EntrySQL:
     thread_id = quote(_column(Thread, "id"))
     next_seq = quote(_column(Thread, "next_seq"))
     leaf = quote(_column(Thread, "active_leaf"))
+    agent = quote(_column(Thread, "agent_id"))
+    owner = quote(_column(Thread, "user_id"))
     entry_id = quote(_column(Entry, "id"))
     entry_thread = quote(_column(Entry, "thread"))
     fields = tuple(Entry._meta.concrete_fields)
@@ -73,7 +75,8 @@ def _statements(vendor: str, lock_clause: str, quote_key: str) -> EntrySQL:
     placeholders = ", ".join(["%s"] * len(fields))
     return EntrySQL(
         lock_thread=(
-            f"SELECT {next_seq}, {leaf} FROM {thread_table} WHERE {thread_id} = %s{lock_clause}"
+            f"SELECT {next_seq}, {leaf}, {agent}, {owner} FROM {thread_table}"
+            f" WHERE {thread_id} = %s{lock_clause}"
         ),
         parent_in_thread=(
             f"SELECT 1 FROM {entry_table} WHERE {entry_id} = %s AND {entry_thread} = %s"
@@ -99,13 +102,21 @@ def statements(connection: BaseDatabaseWrapper) -> EntrySQL:
     return _statements(connection.vendor, lock, connection.alias)
 
 
-def locked_thread_state(
-    cursor: Any, sql: EntrySQL, thread_id: str
-) -> tuple[int, str | None] | None:
-    """(last seq, active leaf id) of the thread, locked until commit; None if missing."""
+@dataclass(frozen=True)
+class LockedThread:
+    """What add_entry reads of the thread row it locks."""
+
+    last_seq: int
+    active_leaf_id: str | None
+    agent_id: str
+    user_id: str | None
+
+
+def locked_thread_state(cursor: Any, sql: EntrySQL, thread_id: str) -> LockedThread | None:
+    """The thread's last seq, active leaf and owner, locked until commit; None if missing."""
     cursor.execute(sql.lock_thread, [thread_id])
     row = cursor.fetchone()
-    return (int(row[0]), row[1]) if row else None
+    return LockedThread(int(row[0]), row[1], row[2], row[3]) if row else None
 
 
 def parent_is_in_thread(cursor: Any, sql: EntrySQL, parent_id: str, thread_id: str) -> bool:

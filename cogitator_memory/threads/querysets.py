@@ -6,42 +6,20 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from django.db import models
-from django.db.models.fields.json import KeyTransform
 
-from cogitator_memory.scope import USER_ID_KEY, Scope
-from cogitator_memory.threads.json_types import filter_json_values
+from cogitator_memory.jsondata import filter_json_values
+from cogitator_memory.scope import Scope, scope_condition
 
 if TYPE_CHECKING:
     from cogitator_memory.threads.models import Entry, Thread  # noqa: F401
 
 
-SCOPE_USER_ALIAS = "scope_user_id"
-
-
-def thread_visible_q(scope: Scope, *, agent_field: str = "agent_id") -> models.Q:
-    """The condition that the caller of ``scope`` may see a thread whose agent is at
-    ``agent_field``; the query must alias the thread's user id as ``SCOPE_USER_ALIAS``."""
-    if scope.agent_ids is None:
-        return models.Q()
-    condition = models.Q(**{f"{agent_field}__in": []})
-    open_agents = sorted(a for a in scope.agent_ids if scope.user_ids.get(a) is None)
-    if open_agents:
-        condition |= models.Q(**{f"{agent_field}__in": open_agents})
-    for agent in sorted(scope.agent_ids):
-        users = scope.user_ids.get(agent)
-        if users is not None:
-            condition |= models.Q(**{agent_field: agent, f"{SCOPE_USER_ALIAS}__in": sorted(users)})
-    return condition
-
-
 class ThreadQuerySet(models.QuerySet["Thread"]):
     def visible_to(self, scope: Scope) -> ThreadQuerySet:
-        """Threads the caller of ``scope`` may see."""
-        if scope.agent_ids is None:
-            return self
-        return self.alias(**{SCOPE_USER_ALIAS: KeyTransform(USER_ID_KEY, "metadata")}).filter(
-            thread_visible_q(scope)
-        )
+        """Threads the caller of ``scope`` may see (``scope.scope_condition`` on the
+        thread's agent and owner)."""
+        condition = scope_condition(scope, agent_field="agent_id", user_field="user_id")
+        return self.none() if condition is None else self.filter(condition)
 
     def with_metadata(self, metadata: dict[str, Any]) -> ThreadQuerySet:
         """Threads whose metadata holds each key with an equal value of the same JSON
@@ -61,11 +39,10 @@ class ThreadQuerySet(models.QuerySet["Thread"]):
 class EntryQuerySet(models.QuerySet["Entry"]):
     def visible_to(self, scope: Scope) -> EntryQuerySet:
         """Entries of threads the caller of ``scope`` may see."""
-        if scope.agent_ids is None:
-            return self
-        return self.alias(
-            **{SCOPE_USER_ALIAS: KeyTransform(USER_ID_KEY, "thread__metadata")}
-        ).filter(thread_visible_q(scope, agent_field="thread__agent_id"))
+        condition = scope_condition(
+            scope, agent_field="thread__agent_id", user_field="thread__user_id"
+        )
+        return self.none() if condition is None else self.filter(condition)
 
     def of_thread(self, thread_id: str) -> EntryQuerySet:
         """Entries of one thread, every branch."""

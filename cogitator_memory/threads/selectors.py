@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
-from collections.abc import Callable, Iterable, Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from django.db.models import Q
-from django.utils.dateparse import parse_datetime
 
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import EntryNotInThread, InvalidInput, ThreadNotFound
+from cogitator_memory.limits import check_limit
 from cogitator_memory.scope import Scope
 from cogitator_memory.threads.models import Entry, EntryType, Thread
 from cogitator_memory.threads.paths import walk_up
@@ -53,46 +51,44 @@ def get_thread(thread_id: str) -> Thread | None:
     return Thread.objects.filter(pk=thread_id).first()
 
 
+# Cursors are transparent page positions, each the text of a keyset: entry pages key on
+# (created_at, seq) as "<microseconds since the epoch>.<seq>", thread pages on
+# (updated_at, id) as "<microseconds since the epoch>~<thread id>". Every text of that shape
+# names a position, so the API can publish the exact pattern; a moment outside the
+# datetime range is clamped to its ends, a seq above the largest stored one to that.
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+_MOMENT_PART = r"(-?[0-9]{1,18})"
+_THREAD_ID_PART = THREAD_ID_PATTERN.pattern.removeprefix("^").removesuffix("$")
+ENTRY_CURSOR_PATTERN = re.compile(rf"^{_MOMENT_PART}\.([0-9]{{1,19}})\Z")
+THREAD_CURSOR_PATTERN = re.compile(rf"^{_MOMENT_PART}~({_THREAD_ID_PART})\Z")
+_MIN_MICROSECONDS = (datetime.min.replace(tzinfo=UTC) - _EPOCH) // _MICROSECOND
+_MAX_MICROSECONDS = (datetime.max.replace(tzinfo=UTC) - _EPOCH) // _MICROSECOND
+_MAX_SEQ = 2**63 - 1
+
+
 def _encode_keyset(moment: datetime, key: str | int) -> str:
-    """A page position (a moment and a tie-breaking key) as an opaque URL-safe text."""
-    raw = json.dumps([moment.isoformat(), key]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    """A page position (a moment and a tie-breaking key) as a cursor."""
+    microseconds = (moment - _EPOCH) // _MICROSECOND
+    return f"{microseconds}.{key}" if isinstance(key, int) else f"{microseconds}~{key}"
 
 
-def _decode_keyset(
-    cursor: str, *, key_is_valid: Callable[[Any], bool], made_by: str
-) -> tuple[datetime, Any]:
-    """The (moment in UTC, key) of a cursor ``_encode_keyset`` made; ``InvalidInput``
-    for anything else."""
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        moment_text, key = json.loads(base64.urlsafe_b64decode(padded))
-        moment = parse_datetime(moment_text)
-        if moment is None or moment.tzinfo is None or not key_is_valid(key):
-            raise ValueError("bad cursor fields")
-        moment = moment.astimezone(UTC)
-    except (ValueError, TypeError, OverflowError, binascii.Error, json.JSONDecodeError) as exc:
-        raise InvalidInput({"cursor": f"This cursor was not made by {made_by}."}) from exc
-    return moment, key
-
-
-def _is_thread_id(key: Any) -> bool:
-    return isinstance(key, str) and THREAD_ID_PATTERN.match(key) is not None
-
-
-def _is_seq(key: Any) -> bool:
-    return not isinstance(key, bool) and isinstance(key, int) and 0 <= key < 2**63
+def _decode_keyset(cursor: Any, *, pattern: re.Pattern[str], made_by: str) -> tuple[datetime, str]:
+    """The (moment in UTC, key text) of a cursor of ``pattern``, the moment clamped to
+    the datetime range; ``InvalidInput`` for anything else."""
+    found = pattern.match(cursor) if isinstance(cursor, str) else None
+    if found is None:
+        raise InvalidInput({"cursor": f"This cursor was not made by {made_by}."})
+    microseconds = min(max(int(found[1]), _MIN_MICROSECONDS), _MAX_MICROSECONDS)
+    return _EPOCH + microseconds * _MICROSECOND, found[2]
 
 
 def check_page_limit(limit: Any) -> int:
     """The page size of a thread list: the default for None; ``InvalidInput`` when out of
     bounds."""
-    max_limit = memory_settings.LIST_THREADS_MAX_LIMIT
     if limit is None:
         return int(memory_settings.LIST_THREADS_DEFAULT_LIMIT)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= max_limit:
-        raise InvalidInput({"limit": f"limit must be a whole number from 1 to {max_limit}."})
-    return limit
+    return check_limit(limit, maximum=memory_settings.LIST_THREADS_MAX_LIMIT)
 
 
 def page_threads(threads: ThreadQuerySet, *, limit: int | None, cursor: str | None) -> ThreadPage:
@@ -105,7 +101,7 @@ def page_threads(threads: ThreadQuerySet, *, limit: int | None, cursor: str | No
     threads = threads.newest_first()
     if cursor:
         last_updated_at, last_id = _decode_keyset(
-            cursor, key_is_valid=_is_thread_id, made_by="list_threads"
+            cursor, pattern=THREAD_CURSOR_PATTERN, made_by="list_threads"
         )
         threads = threads.filter(
             Q(updated_at__lt=last_updated_at) | Q(updated_at=last_updated_at, id__lt=last_id)
@@ -191,11 +187,8 @@ def _strip_tool_fields(entries: list[Entry]) -> list[Entry]:
 
 
 def _check_limit(limit: int | None) -> int:
-    if limit is None:
-        return 0
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise InvalidInput({"limit": "limit must be a whole number of 0 or more (0 for all)."})
-    return limit
+    """A limit of entries: None or 0 for all."""
+    return 0 if limit is None else check_limit(limit, minimum=0)
 
 
 def _require_thread(thread_id: str) -> Thread:
@@ -276,11 +269,13 @@ def page_entries(
     The same filters as ``get_entries``; keyset paging on (created_at, seq), so a page
     never repeats or skips an entry. Raises ``ThreadNotFound`` and ``InvalidInput``.
     """
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise InvalidInput({"limit": "limit must be a whole number of 1 or more."})
+    check_limit(limit)
     entries = _entries_query(thread_id, types, before, after)
     if cursor:
-        created_at, seq = _decode_keyset(cursor, key_is_valid=_is_seq, made_by="page_entries")
+        created_at, seq_text = _decode_keyset(
+            cursor, pattern=ENTRY_CURSOR_PATTERN, made_by="page_entries"
+        )
+        seq = min(int(seq_text), _MAX_SEQ)
         entries = entries.filter(
             Q(created_at__lt=created_at) | Q(created_at=created_at, seq__lt=seq)
         )

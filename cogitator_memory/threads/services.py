@@ -1,9 +1,16 @@
 """Writes of threads and entries.
 
 Every service runs in one transaction and locks the thread row before it touches the
-thread's entries, so writers of one thread queue in the database (the row lock on
-PostgreSQL; the database lock of an IMMEDIATE transaction on SQLite) and ``seq`` stays
-unique and gap-free. Signals go out after commit.
+thread's entries (``threads/locking.py``), so writers of one thread queue in the database
+and ``seq`` stays unique and gap-free. What stands on the entries a service removes or
+redacts (their vectors, and as they come, items and summaries) goes in the same
+transaction (``lineage.forget_entries``); so do copies of a thread's owner when it
+changes. Signals go out after commit.
+
+Each service takes an optional ``scope``: with one, a thread the caller may not see
+answers as a missing one, and a change its grants do not reach raises ``NoGrant``
+(``policy.py``). Trusted code passes none. Branch operations and redaction live in
+``branches.py`` and ``redaction.py`` and are part of this module's public surface.
 """
 
 from __future__ import annotations
@@ -16,17 +23,16 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from cogitator_memory import signals
+from cogitator_memory import lineage, policy, signals
 from cogitator_memory.exceptions import (
-    EntryNotFound,
     EntryNotInThread,
-    InvalidInput,
-    NotOnActiveBranch,
-    RedactionRefused,
     ThreadAgentMismatch,
     ThreadAlreadyExists,
+    ThreadIdUnavailable,
     ThreadNotFound,
 )
+from cogitator_memory.scope import Scope, thread_owner
+from cogitator_memory.threads.branches import checkout, fork_thread, rewind
 from cogitator_memory.threads.entry_sql import (
     entry_connection,
     insert_entry,
@@ -34,29 +40,18 @@ from cogitator_memory.threads.entry_sql import (
     parent_is_in_thread,
     statements,
 )
-from cogitator_memory.threads.models import (
-    FORK_OF_KEY,
-    FORKED_FROM_KEY,
-    FORKS_KEY,
-    PAUSED_RUN_KEY,
-    REDACTED_KEY,
-    REDACTED_TEXT,
-    Entry,
-    EntryType,
-    Role,
-    Thread,
-    new_entry_id,
-)
-from cogitator_memory.threads.paths import walk_ids_until, walk_up
-from cogitator_memory.threads.selectors import entry_in_thread
+from cogitator_memory.threads.locking import lock_entry_thread, lock_thread
+from cogitator_memory.threads.models import Entry, EntryType, Role, Thread, new_entry_id
+from cogitator_memory.threads.redaction import redact_entry
 from cogitator_memory.threads.validation import (
+    MAX_TOKEN_COUNT,
     validate_agent_id,
     validate_entry_fields,
     validate_metadata,
-    validate_text,
     validate_thread_id,
+    validate_thread_metadata,
 )
-from cogitator_memory.tokens import count_entry_fields_tokens, count_entry_tokens
+from cogitator_memory.tokens import count_entry_fields_tokens
 
 __all__ = [
     "UNSET",
@@ -70,6 +65,7 @@ __all__ = [
     "redact_entry",
     "rewind",
     "update_thread",
+    "upsert_thread",
 ]
 
 
@@ -88,13 +84,6 @@ def _json_copy(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-def _lock_thread(thread_id: str) -> Thread:
-    thread = Thread.objects.select_for_update().filter(pk=thread_id).first()
-    if thread is None:
-        raise ThreadNotFound(thread_id)
-    return thread
-
-
 # --- threads ---------------------------------------------------------------------------
 
 
@@ -103,58 +92,106 @@ def create_thread(
     metadata: dict[str, Any] | None = None,
     *,
     thread_id: str | None = None,
+    scope: Scope | None = None,
 ) -> Thread:
     """Create a thread, or, with the id of an existing thread, update its metadata.
 
     An upsert keeps the thread's entries and ``created_at`` and merges ``metadata`` into
-    the stored metadata. Raises ``InvalidInput`` for a bad id, agent or metadata and
-    ``ThreadAgentMismatch`` when the existing thread belongs to another agent.
+    the stored metadata. ``metadata.userId`` names the thread's user (``Thread.user_id``):
+    absent or null for none, else a non-empty text. Raises ``InvalidInput`` for a bad id,
+    agent or metadata, ``ThreadAgentMismatch`` when the existing thread belongs to another
+    agent; with ``scope``, ``NoGrant`` for an agent or user the caller is not granted
+    (checked before the id is looked up) and ``ThreadIdUnavailable`` for an id a thread
+    the caller may not see holds.
     """
+    thread, _created = upsert_thread(agent_id, metadata, thread_id=thread_id, scope=scope)
+    return thread
+
+
+def upsert_thread(
+    agent_id: str,
+    metadata: dict[str, Any] | None = None,
+    *,
+    thread_id: str | None = None,
+    scope: Scope | None = None,
+) -> tuple[Thread, bool]:
+    """``create_thread``, also telling whether the thread was created (or updated)."""
     validate_agent_id(agent_id)
-    clean_metadata = validate_metadata(metadata)
+    clean_metadata = validate_thread_metadata(metadata)
+    policy.require_create(scope, agent_id, clean_metadata)
     if thread_id is None:
-        thread = Thread.objects.create(agent_id=agent_id, metadata=clean_metadata)
-        return thread
+        thread = Thread(agent_id=agent_id, metadata=clean_metadata)
+        policy.require_write(scope, agent_id, thread_owner(thread.metadata))
+        thread.save(force_insert=True)
+        return thread, True
     validate_thread_id(thread_id)
     for _attempt in range(2):
         try:
             with transaction.atomic():
                 existing = Thread.objects.select_for_update().filter(pk=thread_id).first()
                 if existing is None:
-                    return Thread.objects.create(
-                        id=thread_id, agent_id=agent_id, metadata=clean_metadata
-                    )
+                    thread = Thread(id=thread_id, agent_id=agent_id, metadata=clean_metadata)
+                    policy.require_write(scope, agent_id, thread_owner(thread.metadata))
+                    thread.save(force_insert=True)
+                    return thread, True
+                if not policy.can_see(scope, existing.agent_id, existing.user_id):
+                    raise ThreadIdUnavailable(thread_id)
                 if existing.agent_id != agent_id:
                     raise ThreadAgentMismatch(thread_id, agent_id, existing.agent_id)
-                return _merge_metadata(existing, clean_metadata)
+                return _merge_metadata(existing, clean_metadata, scope=scope), False
         except IntegrityError:
             # Another writer created the same id between our read and insert: update it.
             continue
     raise ThreadAlreadyExists(thread_id)
 
 
-def _merge_metadata(thread: Thread, metadata: dict[str, Any], *, replace: bool = False) -> Thread:
+def _merge_metadata(
+    thread: Thread,
+    metadata: dict[str, Any],
+    *,
+    replace: bool = False,
+    scope: Scope | None = None,
+) -> Thread:
+    """Merge (or replace) the metadata of a locked thread; a change of its user must stay
+    within ``scope`` and carries the new owner to what is derived from the thread."""
+    previous_owner = thread.user_id
     thread.metadata = metadata if replace else {**(thread.metadata or {}), **metadata}
+    new_owner = thread_owner(thread.metadata)
+    policy.require_write(scope, thread.agent_id, new_owner)
     thread.updated_at = timezone.now()
     thread.save(update_fields=["metadata", "updated_at"])
+    if new_owner != previous_owner:
+        lineage.owner_changed(thread.pk, thread.agent_id, new_owner)
     return thread
 
 
 @transaction.atomic
-def update_thread(thread_id: str, metadata: dict[str, Any], *, replace: bool = False) -> Thread:
+def update_thread(
+    thread_id: str,
+    metadata: dict[str, Any],
+    *,
+    replace: bool = False,
+    scope: Scope | None = None,
+) -> Thread:
     """Merge ``metadata`` into the thread's metadata (or replace it) in one locked step.
 
-    Two concurrent updates of different keys both survive. Raises ``ThreadNotFound``.
+    Two concurrent updates of different keys both survive. A new ``metadata.userId``
+    moves the thread (and the copies of its owner kept with its vectors) to that user.
+    Raises ``ThreadNotFound``, ``InvalidInput``; with ``scope``, ``NoGrant`` when the
+    thread would move to a user the caller is not granted.
     """
-    clean_metadata = validate_metadata(metadata)
-    return _merge_metadata(_lock_thread(thread_id), clean_metadata, replace=replace)
+    clean_metadata = validate_thread_metadata(metadata)
+    thread = lock_thread(thread_id, scope=scope)
+    return _merge_metadata(thread, clean_metadata, replace=replace, scope=scope)
 
 
 @transaction.atomic
-def delete_thread(thread_id: str) -> None:
-    """Delete a thread and all its entries. Raises ``ThreadNotFound``."""
-    thread = _lock_thread(thread_id)
+def delete_thread(thread_id: str, *, scope: Scope | None = None) -> None:
+    """Delete a thread, all its entries and what stands on them. Raises
+    ``ThreadNotFound``."""
+    thread = lock_thread(thread_id, scope=scope)
     entry_ids = list(Entry.objects.of_thread(thread_id).values_list("id", flat=True))
+    lineage.forget_entries(entry_ids)
     Thread.objects.filter(pk=thread.pk).update(active_leaf=None)
     Entry.objects.of_thread(thread_id).delete()
     Thread.objects.filter(pk=thread.pk).delete()
@@ -164,12 +201,14 @@ def delete_thread(thread_id: str) -> None:
 
 
 @transaction.atomic
-def clear_thread(thread_id: str) -> Thread:
-    """Delete every entry of a thread and keep the thread. Raises ``ThreadNotFound``."""
-    thread = _lock_thread(thread_id)
+def clear_thread(thread_id: str, *, scope: Scope | None = None) -> Thread:
+    """Delete every entry of a thread (and what stands on them) and keep the thread.
+    Raises ``ThreadNotFound``."""
+    thread = lock_thread(thread_id, scope=scope)
     entry_ids = list(Entry.objects.of_thread(thread_id).values_list("id", flat=True))
+    lineage.forget_entries(entry_ids)
     thread.active_leaf = None
-    thread.save(update_fields=["active_leaf"])
+    Thread.objects.filter(pk=thread.pk).update(active_leaf=None)
     Entry.objects.of_thread(thread_id).delete()
     transaction.on_commit(
         lambda: signals.thread_cleared.send(sender=Thread, thread_id=thread_id, entry_ids=entry_ids)
@@ -197,6 +236,7 @@ def add_entry(
     created_at: datetime | None = None,
     parent_id: str | _Unset | None = UNSET,
     activate: bool = True,
+    scope: Scope | None = None,
 ) -> Entry:
     """Add an entry to a thread and return it.
 
@@ -205,8 +245,8 @@ def add_entry(
     thread's active leaf moves to the new entry in the same transaction. ``token_count``
     defaults to the estimate of ``tokens.count_entry_fields_tokens``.
 
-    Raises ``InvalidEntry`` (with every field error), ``ThreadNotFound`` and
-    ``EntryNotInThread`` for a parent of another thread.
+    Raises ``InvalidEntry`` (with every field error), ``ThreadNotFound`` (also for a
+    thread ``scope`` may not see) and ``EntryNotInThread`` for a parent of another thread.
     """
     type = str(type) if isinstance(type, EntryType) else type
     if type == EntryType.TOOL_RESULT and role is None:
@@ -229,11 +269,10 @@ def add_entry(
     # One cursor for the three or four statements of the write.
     with connection.cursor() as cursor:
         state = locked_thread_state(cursor, sql, thread_id)
-        if state is None:
+        if state is None or not policy.can_see(scope, state.agent_id, state.user_id):
             raise ThreadNotFound(thread_id)
-        last_seq, active_leaf_id = state
         if parent_id is UNSET:
-            resolved_parent = active_leaf_id
+            resolved_parent = state.active_leaf_id
         elif parent_id is None:
             resolved_parent = None
         elif isinstance(parent_id, str) and parent_is_in_thread(cursor, sql, parent_id, thread_id):
@@ -244,7 +283,7 @@ def add_entry(
             id=new_entry_id(),
             thread_id=thread_id,
             parent_id=resolved_parent,
-            seq=last_seq + 1,
+            seq=state.last_seq + 1,
             type=type,
             role=role,
             content=_json_copy(content),
@@ -257,12 +296,15 @@ def add_entry(
             token_count=(
                 token_count
                 if token_count is not None
-                else count_entry_fields_tokens(
-                    content=content,
-                    name=name,
-                    tool_calls=tool_calls,
-                    tool_results=tool_results,
-                    event=event,
+                else min(
+                    MAX_TOKEN_COUNT,
+                    count_entry_fields_tokens(
+                        content=content,
+                        name=name,
+                        tool_calls=tool_calls,
+                        tool_results=tool_results,
+                        event=event,
+                    ),
                 )
             ),
             created_at=created_at or timezone.now(),
@@ -273,212 +315,17 @@ def add_entry(
 
 
 @transaction.atomic
-def delete_entry(entry_id: str) -> None:
+def delete_entry(entry_id: str, *, scope: Scope | None = None) -> None:
     """Splice an entry out of its branch: its children move to its parent, and an
-    active leaf on it moves to its parent. Raises ``EntryNotFound``."""
-    thread_id = Entry.objects.filter(pk=entry_id).values_list("thread_id", flat=True).first()
-    if thread_id is None:
-        raise EntryNotFound(entry_id)
-    thread = _lock_thread(thread_id)
-    entry = Entry.objects.filter(pk=entry_id).first()
-    if entry is None:
-        raise EntryNotFound(entry_id)
+    active leaf on it moves to its parent. What stands on the entry goes with it.
+    Raises ``EntryNotFound`` (also for an entry ``scope`` may not see)."""
+    thread, entry = lock_entry_thread(entry_id, scope=scope)
+    lineage.forget_entries([entry.pk])
     Entry.objects.filter(parent_id=entry.pk).update(parent_id=entry.parent_id)
     if thread.active_leaf_id == entry.pk:
-        Thread.objects.filter(pk=thread_id).update(active_leaf_id=entry.parent_id)
+        Thread.objects.filter(pk=thread.pk).update(active_leaf_id=entry.parent_id)
     Entry.objects.filter(pk=entry.pk).delete()
+    thread_id = thread.pk
     transaction.on_commit(
         lambda: signals.entry_deleted.send(sender=Entry, entry_id=entry_id, thread_id=thread_id)
     )
-
-
-def _redacted_tool_calls(tool_calls: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
-    if tool_calls is None:
-        return None
-    # Only the call's identity survives; arguments, replay state and argument errors go.
-    kept_keys = ("id", "name", "type")
-    return [
-        {**{key: call[key] for key in kept_keys if key in call}, "arguments": REDACTED_TEXT}
-        for call in tool_calls
-    ]
-
-
-def _redacted_tool_results(
-    tool_results: list[dict[str, Any]] | None,
-) -> list[dict[str, Any]] | None:
-    if tool_results is None:
-        return None
-    kept_keys = ("callId", "call_id", "tool_call_id", "name")
-    return [
-        {**{key: result[key] for key in kept_keys if key in result}, "result": REDACTED_TEXT}
-        for result in tool_results
-    ]
-
-
-@transaction.atomic
-def redact_entry(
-    entry_id: str, *, at: datetime | None = None, reason: str | None = None
-) -> Entry | None:
-    """Replace what an entry said with ``[redacted]`` and keep its place in the tree.
-
-    The text of a message or tool_result, the arguments of its tool calls and the results
-    of its tools become ``[redacted]``; its parent, seq, role and call ids stay; a user
-    message loses its sender name; ``metadata.redacted`` and ``redaction`` record when
-    and why. Returns None for a missing entry; raises ``RedactionRefused`` for a session
-    event (events are deleted, not redacted).
-    """
-    validate_text(reason, "reason", max_length=1000)
-    if at is not None and (not isinstance(at, datetime) or at.tzinfo is None):
-        raise InvalidInput({"at": "at must be a datetime with a time zone."})
-    thread_id = Entry.objects.filter(pk=entry_id).values_list("thread_id", flat=True).first()
-    if thread_id is None:
-        return None
-    _lock_thread(thread_id)
-    entry = Entry.objects.filter(pk=entry_id).first()
-    if entry is None:
-        return None
-    if entry.is_event:
-        raise RedactionRefused(entry_id, entry.type)
-    moment = at or timezone.now()
-    redaction: dict[str, Any] = {"at": moment.isoformat()}
-    if reason:
-        redaction["reason"] = reason
-    entry.content = REDACTED_TEXT
-    entry.tool_calls = _redacted_tool_calls(entry.tool_calls)
-    entry.tool_results = _redacted_tool_results(entry.tool_results)
-    if entry.role == Role.USER:
-        entry.name = None
-    entry.metadata = {**(entry.metadata or {}), REDACTED_KEY: redaction}
-    entry.redaction = redaction
-    entry.token_count = count_entry_tokens(entry)
-    entry.save(
-        update_fields=[
-            "content",
-            "tool_calls",
-            "tool_results",
-            "name",
-            "metadata",
-            "redaction",
-            "token_count",
-        ]
-    )
-    transaction.on_commit(lambda: signals.entry_redacted.send(sender=Entry, entry=entry))
-    return entry
-
-
-# --- branches --------------------------------------------------------------------------
-
-
-@transaction.atomic
-def rewind(thread_id: str, to_entry_id: str) -> Thread:
-    """Move the active leaf back to an entry of the active branch; nothing is deleted.
-
-    The entries after it stay on a branch of their own. Raises ``ThreadNotFound``,
-    ``EntryNotInThread`` and ``NotOnActiveBranch`` (use ``checkout`` to switch branches).
-    """
-    thread = _lock_thread(thread_id)
-    target = entry_in_thread(to_entry_id, thread_id, field="to_entry_id")
-    if thread.active_leaf_id == target.pk:
-        return thread
-    if thread.active_leaf_id is None or target.pk not in walk_ids_until(
-        thread.active_leaf_id, target.pk
-    ):
-        raise NotOnActiveBranch(target.pk, thread_id)
-    thread.active_leaf = target
-    thread.save(update_fields=["active_leaf"])
-    return thread
-
-
-@transaction.atomic
-def checkout(thread_id: str, entry_id: str) -> Thread:
-    """Make the branch that ends at ``entry_id`` the active one.
-
-    Raises ``ThreadNotFound`` and ``EntryNotInThread``.
-    """
-    thread = _lock_thread(thread_id)
-    target = entry_in_thread(entry_id, thread_id, field="entry_id")
-    if thread.active_leaf_id != target.pk:
-        thread.active_leaf = target
-        thread.save(update_fields=["active_leaf"])
-    return thread
-
-
-@transaction.atomic
-def fork_thread(thread_id: str, at_entry_id: str, new_thread_id: str | None = None) -> Thread:
-    """Copy the branch from the root up to ``at_entry_id`` into a new thread.
-
-    Each copy names its original in ``metadata.forkOf``; the new thread names its origin
-    in ``metadata.forkedFrom`` (``{"threadId", "entryId"}``) and the origin lists the new
-    thread in ``metadata.memoryForks``. A paused run of the origin (``metadata.pausedRun``)
-    is not copied. Raises ``ThreadNotFound``, ``EntryNotInThread``, ``InvalidInput`` for
-    a bad new id and ``ThreadAlreadyExists``.
-    """
-    if new_thread_id is not None:
-        validate_thread_id(new_thread_id, field="new_thread_id")
-    origin = _lock_thread(thread_id)
-    at = entry_in_thread(at_entry_id, thread_id, field="at_entry_id")
-    if new_thread_id is not None and Thread.objects.filter(pk=new_thread_id).exists():
-        raise ThreadAlreadyExists(new_thread_id)
-
-    branch: list[Entry] = []
-    cursor: str | None = at.pk
-    while cursor is not None:
-        step = walk_up(cursor, 1024)
-        branch.extend(step)
-        cursor = step[-1].parent_id if step else None
-    branch.reverse()
-
-    metadata = {
-        key: value
-        for key, value in (origin.metadata or {}).items()
-        if key not in (FORKS_KEY, FORKED_FROM_KEY, PAUSED_RUN_KEY)
-    }
-    metadata[FORKED_FROM_KEY] = {"threadId": origin.pk, "entryId": at.pk}
-    fork = Thread(agent_id=origin.agent_id, metadata=metadata)
-    if new_thread_id is not None:
-        fork.id = new_thread_id
-    try:
-        with transaction.atomic():
-            fork.save(force_insert=True)
-    except IntegrityError as exc:
-        raise ThreadAlreadyExists(fork.pk) from exc
-
-    copies: list[Entry] = []
-    copied_ids: dict[str, str] = {}
-    for seq, original in enumerate(branch, start=1):
-        copy = Entry(
-            id=new_entry_id(),
-            thread_id=fork.pk,
-            parent_id=copied_ids.get(original.parent_id) if original.parent_id else None,
-            seq=seq,
-            type=original.type,
-            role=original.role,
-            content=original.content,
-            name=original.name,
-            tool_call_id=original.tool_call_id,
-            tool_calls=original.tool_calls,
-            tool_results=original.tool_results,
-            event=original.event,
-            metadata={**(original.metadata or {}), FORK_OF_KEY: original.pk},
-            token_count=original.token_count,
-            created_at=original.created_at,
-            redaction=original.redaction,
-        )
-        copied_ids[original.pk] = copy.pk
-        copies.append(copy)
-    Entry.objects.bulk_create(copies, batch_size=500)
-    Thread.objects.filter(pk=fork.pk).update(
-        next_seq=len(copies), active_leaf_id=copies[-1].pk if copies else None
-    )
-    fork.refresh_from_db()
-
-    forks = list((origin.metadata or {}).get(FORKS_KEY) or [])
-    forks.append(fork.pk)
-    _merge_metadata(origin, {FORKS_KEY: forks})
-
-    def announce() -> None:
-        for copy in copies:
-            signals.entry_added.send(sender=Entry, entry=copy)
-
-    transaction.on_commit(announce)
-    return fork

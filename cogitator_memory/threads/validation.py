@@ -9,9 +9,12 @@ from typing import Any
 
 from cogitator_memory.exceptions import InvalidEntry, InvalidInput
 from cogitator_memory.jsondata import json_problem, text_problem
+from cogitator_memory.scope import thread_owner
 from cogitator_memory.threads.models import CONVERSATION_TYPES, EVENT_TYPES, EntryType, Role
 
 THREAD_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,254}$")
+# The largest token count a row holds (a 32-bit integer column on PostgreSQL).
+MAX_TOKEN_COUNT = 2**31 - 1
 KNOWN_TYPES = [choice.value for choice in EntryType]
 KNOWN_ROLES = [choice.value for choice in Role]
 
@@ -63,6 +66,14 @@ def validate_metadata(metadata: Any, *, field: str = "metadata") -> dict[str, An
     return copied
 
 
+def validate_thread_metadata(metadata: Any) -> dict[str, Any]:
+    """``validate_metadata``, and ``metadata.userId`` absent, null or a non-empty text
+    (``scope.thread_owner``)."""
+    clean = validate_metadata(metadata)
+    thread_owner(clean)
+    return clean
+
+
 def _require_json(value: Any, field: str, error: type[InvalidInput]) -> None:
     problem = json_problem(value)
     if problem:
@@ -84,6 +95,32 @@ def _check_tool_calls(tool_calls: Any, errors: dict[str, list[str]]) -> None:
                 errors.setdefault("tool_calls", []).append(
                     f"Tool call {index} needs a non-empty text {key!r}."
                 )
+
+
+IMAGE_PART_TYPES = frozenset({"image", "image_url", "input_image"})
+IMAGE_SIZE_KEYS = ("width", "height")
+
+
+def _check_content_parts(content: Any, errors: dict[str, list[str]]) -> None:
+    """Image parts may give their size; when they do it must be a positive whole number
+    (the token estimate is made from it)."""
+    if not isinstance(content, list):
+        return
+    for index, part in enumerate(content):
+        if not isinstance(part, dict) or part.get("type") not in IMAGE_PART_TYPES:
+            continue
+        image = part.get("image_url")
+        places = [part, image] if isinstance(image, dict) else [part]
+        for place in places:
+            for key in IMAGE_SIZE_KEYS:
+                value = place.get(key)
+                if value is None:
+                    continue
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    errors.setdefault("content", []).append(
+                        f"Content part {index}: an image {key} is a whole number of pixels, "
+                        f"1 or more, not {value!r:.40}."
+                    )
 
 
 def _check_tool_results(tool_results: Any, errors: dict[str, list[str]]) -> None:
@@ -129,14 +166,17 @@ def validate_entry_fields(
             add(field, f"{label} is a text of at most 255 characters.")
         elif problem := text_problem(value):
             add(field, problem)
+    _check_content_parts(content, errors)
     _check_tool_calls(tool_calls, errors)
     _check_tool_results(tool_results, errors)
     if metadata is not None and not isinstance(metadata, dict):
         add("metadata", "Metadata must be an object.")
     if token_count is not None and (
-        isinstance(token_count, bool) or not isinstance(token_count, int) or token_count < 0
+        isinstance(token_count, bool)
+        or not isinstance(token_count, int)
+        or not 0 <= token_count <= MAX_TOKEN_COUNT
     ):
-        add("token_count", "A token count is a whole number of 0 or more.")
+        add("token_count", f"A token count is a whole number from 0 to {MAX_TOKEN_COUNT}.")
     if created_at is not None and (
         not isinstance(created_at, datetime) or created_at.tzinfo is None
     ):

@@ -276,13 +276,13 @@ class TestUserRestrictedGrant:
             "u1": write_conversation("agent-a", {"userId": "u1"}),
             "u2": write_conversation("agent-a", {"userId": "u2"}),
             "nobody": write_conversation("agent-a", {}),
-            "number": write_conversation("agent-a", {"userId": 1}),
+            "other-agent-u1": write_conversation("agent-b", {"userId": "u1"}),
         }
 
     def test_lists_only_threads_of_its_users(self, restricted: APIClient, threads):
         # when
         response = restricted.get(f"{API}/threads/")
-        # then: not u2's, not one without a user, not one whose user is not a text
+        # then: not u2's, not one without a user, not u1's of another agent
         assert listed_ids(response) == {threads["u1"].thread_id}
 
     def test_a_filter_cannot_widen_the_grant(self, restricted: APIClient, threads):
@@ -314,15 +314,32 @@ class TestUserRestrictedGrant:
         # then
         assert response.status_code == 201, response.json()
 
-    @pytest.mark.parametrize("metadata", [{"userId": "u2"}, {}, {"userId": ["u1"]}])
-    def test_may_not_create_a_thread_outside_its_users(self, restricted: APIClient, metadata):
+    @pytest.mark.parametrize(
+        ("metadata", "message"),
+        [
+            ({"userId": "u2"}, "You have no grant for user 'u2' of agent 'agent-a'."),
+            ({}, "Your grant for agent 'agent-a' names users: give metadata.userId."),
+        ],
+    )
+    def test_may_not_create_a_thread_outside_its_users(
+        self, restricted: APIClient, metadata, message
+    ):
         # when
         response = restricted.post(
             f"{API}/threads/", {"agent_id": "agent-a", "metadata": metadata}, format="json"
         )
         # then
         body = assert_error(response, 403, "permission_denied")
-        assert body["message"] == "You have no grant for this agent and user."
+        assert body["message"] == message
+        assert not Thread.objects.exists()
+
+    def test_a_user_id_that_is_not_a_text_is_refused_as_invalid(self, restricted: APIClient):
+        # when
+        response = restricted.post(
+            f"{API}/threads/", {"agent_id": "agent-a", "metadata": {"userId": ["u1"]}}, format="json"
+        )
+        # then
+        assert_error(response, 400, "invalid", ["metadata.userId"])
         assert not Thread.objects.exists()
 
     def test_may_not_move_its_thread_to_another_user(self, restricted: APIClient, threads):

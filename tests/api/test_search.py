@@ -10,6 +10,7 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 from rest_framework_api_key.models import APIKey
 
+from cogitator_memory.threads import services
 from tests.api.conftest import API, Principal, api_key_client, assert_error, token_client
 from tests.search.support import (
     CONCEPT_PROVIDER,
@@ -40,7 +41,10 @@ def with_concepts(settings: SettingsWrapper) -> None:
 
 @pytest.fixture
 def rows(db: None) -> dict[str, str]:
-    """The same text in rows of every kind of owner; source id -> embedding id."""
+    """The same text in rows of every kind of owner; source id -> embedding id. A row
+    naming a thread is searchable only while that thread exists and is open to the
+    caller, so thread ta exists (agent-a, no user)."""
+    services.create_thread("agent-a", thread_id="ta")
     written = [
         write_text("a", TEXT, agent="agent-a", thread="ta"),
         write_text("a-u1", TEXT, agent="agent-a", user="u1"),

@@ -224,7 +224,7 @@ def test_create_refuses_an_agent_without_a_grant(client: APIClient):
     response = client.post(f"{API}/threads/", {"agent_id": "agent-b"}, format="json")
     # then
     body = assert_error(response, 403, "permission_denied")
-    assert body["message"] == "You have no grant for this agent."
+    assert body["message"] == "You have no grant for agent 'agent-b'."
     assert not Thread.objects.exists()
 
 

@@ -15,7 +15,7 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from cogitator_memory.embeddings.services import EmbeddingServiceError
+from cogitator_memory.exceptions import EmbeddingServiceError
 
 DIMENSIONS = 16
 

@@ -23,9 +23,8 @@ from cogitator_memory.embeddings.message_index import (
     ReindexProgress,
 )
 from cogitator_memory.embeddings.registry import get_embedding_store
-from cogitator_memory.embeddings.services import EmbeddingServiceError
 from cogitator_memory.embeddings.types import NewEmbedding, StoredEmbedding
-from cogitator_memory.exceptions import InvalidInput, ThreadNotFound
+from cogitator_memory.exceptions import EmbeddingServiceError, InvalidInput, ThreadNotFound
 from cogitator_memory.tasks.embeddings import TASK_MAX_RETRIES, embed_entries_task
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Entry, Thread
@@ -360,16 +359,15 @@ def test_a_provider_that_fails_leaves_the_entry_written_and_logs_why(
     # given
     hash_embeddings.fail_on(1)
     # when
-    with caplog.at_level(logging.ERROR, logger="cogitator_memory.embeddings.receivers"):
+    with caplog.at_level(logging.ERROR, logger="cogitator_memory.tasks.triggers"):
         entry = add_message(committed, thread.id, "Not embedded now")
     # then
     assert Entry.objects.filter(pk=entry.id).exists()
     assert vectors_of(entry.id) == []
     [record] = caplog.records
     assert record.getMessage() == (
-        "Could not run cogitator_memory.tasks.embeddings.embed_entries_task for entries "
-        f"{entry.id}; the message index misses this change until manage.py "
-        "reindex_messages runs."
+        "Could not run cogitator_memory.tasks.embeddings.embed_entries_task for entry "
+        f"{entry.id}; the message index misses it until manage.py reindex_messages runs."
     )
 
 

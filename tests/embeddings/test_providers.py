@@ -22,7 +22,8 @@ from cogitator_memory.embeddings.providers.http import (
 from cogitator_memory.embeddings.providers.local import LocalEmbeddings
 from cogitator_memory.embeddings.providers.ollama import OllamaEmbeddings
 from cogitator_memory.embeddings.providers.openai import OpenAIEmbeddings
-from cogitator_memory.embeddings.services import EmbeddingServiceError, get_embedding_service
+from cogitator_memory.embeddings.services import get_embedding_service
+from cogitator_memory.exceptions import EmbeddingServiceError
 from tests.embeddings.http_stub import DEFAULT_DIMENSIONS, EmbeddingStub, Reply, fake_vector
 
 WIRES = ["openai", "ollama", "google"]

@@ -15,11 +15,8 @@ from qdrant_client import QdrantClient
 
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.embeddings.registry import embedding_store_from_settings
-from cogitator_memory.embeddings.stores.qdrant import (
-    POINT_ID_NAMESPACE,
-    QdrantEmbeddingStore,
-    point_id,
-)
+from cogitator_memory.embeddings.stores.qdrant import QdrantEmbeddingStore, point_id
+from cogitator_memory.embeddings.stores.qdrant_payload import POINT_ID_NAMESPACE
 from cogitator_memory.embeddings.types import EmbeddingFilter, VectorStatus
 from cogitator_memory.exceptions import InvalidInput
 from tests.embeddings.conftest import MakeEmbedding

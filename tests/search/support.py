@@ -20,9 +20,9 @@ from datetime import datetime
 from typing import Any
 
 from cogitator_memory.embeddings.models import Embedding
-from cogitator_memory.embeddings.services import EmbeddingServiceError
 from cogitator_memory.embeddings.stores.exact import ExactEmbeddingStore
 from cogitator_memory.embeddings.types import EmbeddingStore, NewEmbedding, StoredEmbedding
+from cogitator_memory.exceptions import EmbeddingServiceError
 
 CONCEPT_PROVIDER = "tests.search.support.ConceptEmbeddings"
 FAILING_PROVIDER = "tests.search.support.FailingEmbeddings"

@@ -285,7 +285,7 @@ def test_a_limit_that_is_not_a_positive_whole_number_is_refused(limit: object):
 
 def test_a_candidate_limit_below_one_is_refused():
     # when / then
-    with pytest.raises(InvalidInput, match=r"^candidates: limit must be a whole number"):
+    with pytest.raises(InvalidInput, match=r"^candidates: candidates must be a whole number"):
         keyword_search("parcel", candidates=0)
 
 

@@ -8,23 +8,23 @@ from typing import Any
 
 import pytest
 
-from cogitator_memory.embeddings.services import EmbeddingServiceError
 from cogitator_memory.embeddings.stores.exact import ExactEmbeddingStore
 from cogitator_memory.embeddings.types import (
     EmbeddingFilter,
     SearchHit,
     VectorStatus,
 )
-from cogitator_memory.exceptions import InvalidInput
-from cogitator_memory.scope import Scope
-from cogitator_memory.search.bm25 import KeywordSearchUnavailable, keyword_search
-from cogitator_memory.search.fusion import reciprocal_rank_fusion
-from cogitator_memory.search.hybrid import (
-    EmbeddingServiceUnavailable,
+from cogitator_memory.exceptions import (
+    EmbeddingServiceError,
+    EmbeddingsNotConfigured,
+    InvalidInput,
+    KeywordSearchUnavailable,
     VectorSearchUnavailable,
-    hybrid_search,
-    semantic_search,
 )
+from cogitator_memory.scope import Scope
+from cogitator_memory.search.bm25 import keyword_search
+from cogitator_memory.search.fusion import reciprocal_rank_fusion
+from cogitator_memory.search.hybrid import hybrid_search, semantic_search
 from tests.search.conftest import IndexText
 from tests.search.support import ConceptEmbeddings, concept_vector
 
@@ -143,7 +143,7 @@ def test_hybrid_search_without_a_service_is_keyword_search(garage: None):
 
 def test_semantic_search_without_a_service_says_so(garage: None):
     # when / then
-    with pytest.raises(EmbeddingServiceUnavailable, match=r"^No embedding service is configured"):
+    with pytest.raises(EmbeddingsNotConfigured, match=r"^No embedding service is configured"):
         semantic_search(CODE_AND_MEANING)
 
 

@@ -198,12 +198,12 @@ def test_add_entry_with_data_that_is_not_json_is_refused_and_writes_nothing(
         (
             {"role": "user", "content": "Hi", "token_count": -1},
             "token_count",
-            "A token count is a whole number of 0 or more.",
+            "A token count is a whole number from 0 to 2147483647.",
         ),
         (
             {"role": "user", "content": "Hi", "token_count": 2.5},
             "token_count",
-            "A token count is a whole number of 0 or more.",
+            "A token count is a whole number from 0 to 2147483647.",
         ),
         (
             {"role": "user", "content": "Hi", "created_at": datetime(2025, 3, 1, 12, 0)},
@@ -599,5 +599,5 @@ def test_get_entries_with_a_bad_limit_is_refused(tree: Tree, limit: Any) -> None
 
     # then
     assert caught.value.errors == {
-        "limit": ["limit must be a whole number of 0 or more (0 for all)."]
+        "limit": ["limit must be a whole number of 0 or more."]
     }

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.generics import GenericAPIView
 
 from cogitator_memory.api.authentication import APIKeyAuthentication
@@ -17,7 +14,7 @@ from cogitator_memory.api.serializers.errors import ErrorSerializer
 from cogitator_memory.api.throttling import PrincipalRateThrottle
 from cogitator_memory.exceptions import EntryNotFound, ThreadNotFound
 from cogitator_memory.jsondata import text_problem
-from cogitator_memory.scope import USER_ID_KEY, Scope
+from cogitator_memory.scope import Scope
 from cogitator_memory.threads.models import Entry, Thread
 from cogitator_memory.threads.validation import THREAD_ID_PATTERN
 
@@ -69,12 +66,3 @@ class MemoryAPIView(GenericAPIView):
         if entry is None:
             raise EntryNotFound(entry_id)
         return entry
-
-    def require_grant(self, agent_id: str, metadata: dict[str, Any] | None) -> None:
-        """Refuse (403) a write that would put a thread outside the caller's scope."""
-        user_id = (metadata or {}).get(USER_ID_KEY)
-        if not self.scope.allows(agent_id, user_id if isinstance(user_id, str) else None):
-            raise PermissionDenied(
-                "You have no grant for this agent"
-                + (" and user." if self.scope.allows_agent(agent_id) else ".")
-            )

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -32,12 +31,15 @@ from cogitator_memory.api.views.base import (
 from cogitator_memory.threads import selectors, services
 
 
-@extend_schema(
-    summary="Read one branch",
-    description="The newest `limit` entries of the branch ending at `leaf_id` (the active "
-    "leaf by default), oldest first; `next_before` pages back.",
-    parameters=[PathQuerySerializer],
-    responses={200: PathPageSerializer, 400: ERROR_400, 404: ERROR_404, **COMMON_ERRORS},
+@extend_schema_view(
+    get=extend_schema(
+        operation_id="memory_threads_path",
+        summary="Read one branch",
+        description="The newest `limit` entries of the branch ending at `leaf_id` (the active "
+        "leaf by default), oldest first; `next_before` pages back.",
+        parameters=[PathQuerySerializer],
+        responses={200: PathPageSerializer, 400: ERROR_400, 404: ERROR_404, **COMMON_ERRORS},
+    ),
 )
 class ThreadPathView(MemoryAPIView):
     serializer_class = EntrySerializer
@@ -67,18 +69,21 @@ class ThreadPathView(MemoryAPIView):
         )
 
 
-@extend_schema(
-    summary="Rewind the active branch",
-    description="Moves the active leaf back to an entry of the active branch; nothing is "
-    "deleted. An entry of another branch is refused (409): use checkout.",
-    request=RewindSerializer,
-    responses={
-        200: ThreadSerializer,
-        400: ERROR_400,
-        404: ERROR_404,
-        409: ERROR_409,
-        **COMMON_ERRORS,
-    },
+@extend_schema_view(
+    post=extend_schema(
+        operation_id="memory_threads_rewind",
+        summary="Rewind the active branch",
+        description="Moves the active leaf back to an entry of the active branch; nothing is "
+        "deleted. An entry of another branch is refused (409): use checkout.",
+        request=RewindSerializer,
+        responses={
+            200: ThreadSerializer,
+            400: ERROR_400,
+            404: ERROR_404,
+            409: ERROR_409,
+            **COMMON_ERRORS,
+        },
+    ),
 )
 class ThreadRewindView(MemoryAPIView):
     serializer_class = ThreadSerializer
@@ -86,17 +91,18 @@ class ThreadRewindView(MemoryAPIView):
     def post(self, request: Request, thread_id: str) -> Response:
         payload = RewindSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        with transaction.atomic():
-            self.visible_thread(thread_id)
-            thread = services.rewind(thread_id, payload.validated_data["to_entry_id"])
+        thread = services.rewind(thread_id, payload.validated_data["to_entry_id"], scope=self.scope)
         return Response(ThreadSerializer(thread).data)
 
 
-@extend_schema(
-    summary="Check out a branch",
-    description="Makes the branch ending at `entry_id` the active one.",
-    request=CheckoutSerializer,
-    responses={200: ThreadSerializer, 400: ERROR_400, 404: ERROR_404, **COMMON_ERRORS},
+@extend_schema_view(
+    post=extend_schema(
+        operation_id="memory_threads_checkout",
+        summary="Check out a branch",
+        description="Makes the branch ending at `entry_id` the active one.",
+        request=CheckoutSerializer,
+        responses={200: ThreadSerializer, 400: ERROR_400, 404: ERROR_404, **COMMON_ERRORS},
+    ),
 )
 class ThreadCheckoutView(MemoryAPIView):
     serializer_class = ThreadSerializer
@@ -104,23 +110,24 @@ class ThreadCheckoutView(MemoryAPIView):
     def post(self, request: Request, thread_id: str) -> Response:
         payload = CheckoutSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        with transaction.atomic():
-            self.visible_thread(thread_id)
-            thread = services.checkout(thread_id, payload.validated_data["entry_id"])
+        thread = services.checkout(thread_id, payload.validated_data["entry_id"], scope=self.scope)
         return Response(ThreadSerializer(thread).data)
 
 
-@extend_schema(
-    summary="Fork a thread",
-    description="Copies the branch up to `at_entry_id` into a new thread of the same agent.",
-    request=ForkSerializer,
-    responses={
-        201: ThreadSerializer,
-        400: ERROR_400,
-        404: ERROR_404,
-        409: ERROR_409,
-        **COMMON_ERRORS,
-    },
+@extend_schema_view(
+    post=extend_schema(
+        operation_id="memory_threads_fork",
+        summary="Fork a thread",
+        description="Copies the branch up to `at_entry_id` into a new thread of the same agent.",
+        request=ForkSerializer,
+        responses={
+            201: ThreadSerializer,
+            400: ERROR_400,
+            404: ERROR_404,
+            409: ERROR_409,
+            **COMMON_ERRORS,
+        },
+    ),
 )
 class ThreadForkView(MemoryAPIView):
     serializer_class = ThreadSerializer
@@ -129,7 +136,7 @@ class ThreadForkView(MemoryAPIView):
         payload = ForkSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         data: dict[str, Any] = payload.validated_data
-        with transaction.atomic():
-            self.visible_thread(thread_id)
-            fork = services.fork_thread(thread_id, data["at_entry_id"], data.get("new_thread_id"))
+        fork = services.fork_thread(
+            thread_id, data["at_entry_id"], data.get("new_thread_id"), scope=self.scope
+        )
         return Response(ThreadSerializer(fork).data, status=status.HTTP_201_CREATED)

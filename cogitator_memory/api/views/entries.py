@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.request import Request
@@ -25,11 +24,13 @@ from cogitator_memory.api.views.base import (
     ERROR_409,
     MemoryAPIView,
 )
+from cogitator_memory.exceptions import EntryNotFound
 from cogitator_memory.threads import selectors, services
 
 
 @extend_schema_view(
     get=extend_schema(
+        operation_id="memory_threads_entries_list",
         summary="List a thread's entries (every branch)",
         description="The newest `limit` entries older than `cursor`, oldest first. Only "
         "message and tool_result entries unless `types` asks for more.",
@@ -37,6 +38,7 @@ from cogitator_memory.threads import selectors, services
         responses={200: EntryPageSerializer, 400: ERROR_400, 404: ERROR_404, **COMMON_ERRORS},
     ),
     post=extend_schema(
+        operation_id="memory_threads_entries_create",
         summary="Add an entry",
         description="After the active leaf by default; `parent_id` writes on another branch.",
         request=EntryCreateSerializer,
@@ -73,18 +75,18 @@ class ThreadEntriesView(MemoryAPIView):
         data: dict[str, Any] = dict(payload.validated_data)
         if "parent_id" not in data:
             data["parent_id"] = services.UNSET
-        with transaction.atomic():
-            self.visible_thread(thread_id)
-            entry = services.add_entry(thread_id, **data)
+        entry = services.add_entry(thread_id, **data, scope=self.scope)
         return Response(EntrySerializer(entry).data, status=status.HTTP_201_CREATED)
 
 
 @extend_schema_view(
     get=extend_schema(
+        operation_id="memory_entries_retrieve",
         summary="Read an entry",
         responses={200: EntrySerializer, 404: ERROR_404, **COMMON_ERRORS},
     ),
     delete=extend_schema(
+        operation_id="memory_entries_destroy",
         summary="Delete an entry (its children move to its parent)",
         responses={204: None, 404: ERROR_404, **COMMON_ERRORS},
     ),
@@ -96,24 +98,25 @@ class EntryDetailView(MemoryAPIView):
         return Response(EntrySerializer(self.visible_entry(entry_id)).data)
 
     def delete(self, request: Request, entry_id: str) -> Response:
-        with transaction.atomic():
-            self.visible_entry(entry_id)
-            services.delete_entry(entry_id)
+        services.delete_entry(entry_id, scope=self.scope)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-@extend_schema(
-    summary="Redact an entry",
-    description="Replaces what the entry said with [redacted] and keeps its place. Session "
-    "events are refused (409): delete them instead.",
-    request=RedactSerializer,
-    responses={
-        200: EntrySerializer,
-        400: ERROR_400,
-        404: ERROR_404,
-        409: ERROR_409,
-        **COMMON_ERRORS,
-    },
+@extend_schema_view(
+    post=extend_schema(
+        operation_id="memory_entries_redact",
+        summary="Redact an entry",
+        description="Replaces what the entry said with [redacted] and keeps its place. Session "
+        "events are refused (409): delete them instead.",
+        request=RedactSerializer,
+        responses={
+            200: EntrySerializer,
+            400: ERROR_400,
+            404: ERROR_404,
+            409: ERROR_409,
+            **COMMON_ERRORS,
+        },
+    ),
 )
 class EntryRedactView(MemoryAPIView):
     serializer_class = EntrySerializer
@@ -122,8 +125,9 @@ class EntryRedactView(MemoryAPIView):
         payload = RedactSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         data: dict[str, Any] = payload.validated_data
-        with transaction.atomic():
-            self.visible_entry(entry_id)
-            entry = services.redact_entry(entry_id, at=data.get("at"), reason=data.get("reason"))
-        assert entry is not None  # visible_entry found it under the same lock
+        entry = services.redact_entry(
+            entry_id, at=data.get("at"), reason=data.get("reason"), scope=self.scope
+        )
+        if entry is None:
+            raise EntryNotFound(entry_id)
         return Response(EntrySerializer(entry).data)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
@@ -26,8 +26,8 @@ from cogitator_memory.api.serializers.search import (
 )
 from cogitator_memory.api.views.base import COMMON_ERRORS, ERROR_400, MemoryAPIView
 from cogitator_memory.conf import memory_settings
-from cogitator_memory.embeddings.services import EmbeddingServiceError
 from cogitator_memory.embeddings.types import EmbeddingFilter
+from cogitator_memory.exceptions import EmbeddingServiceError
 from cogitator_memory.search.bm25 import keyword_search
 from cogitator_memory.search.hybrid import KEYWORD, VECTOR, hybrid_search, semantic_search
 
@@ -61,22 +61,25 @@ def shared_embeddings_searchable() -> bool:
     return bool(memory_settings.EMBEDDINGS.get(SHARED_SETTING, False))
 
 
-@extend_schema(
-    summary="Search embeddings",
-    description="The embeddings you may see that best match `q`: by BM25 over their "
-    "content (`keyword`), by the similarity of their vectors to the embedding of `q` "
-    "(`vector`), or both fused by reciprocal rank (`hybrid`, the default, which searches "
-    "by keyword alone where no embedding service is configured). Only embeddings of your "
-    "grants' agents (and users, where a grant names users); shared embeddings of no "
-    "agent only where the server allows them.",
-    parameters=[SearchQuerySerializer],
-    responses={
-        200: SearchResultsSerializer,
-        400: ERROR_400,
-        409: ERROR_409,
-        503: ERROR_503,
-        **COMMON_ERRORS,
-    },
+@extend_schema_view(
+    get=extend_schema(
+        operation_id="memory_search",
+        summary="Search embeddings",
+        description="The embeddings you may see that best match `q`: by BM25 over their "
+        "content (`keyword`), by the similarity of their vectors to the embedding of `q` "
+        "(`vector`), or both fused by reciprocal rank (`hybrid`, the default, which searches "
+        "by keyword alone where no embedding service is configured). Only embeddings of your "
+        "grants' agents (and users, where a grant names users); shared embeddings of no "
+        "agent only where the server allows them.",
+        parameters=[SearchQuerySerializer],
+        responses={
+            200: SearchResultsSerializer,
+            400: ERROR_400,
+            409: ERROR_409,
+            503: ERROR_503,
+            **COMMON_ERRORS,
+        },
+    ),
 )
 class SearchView(MemoryAPIView):
     serializer_class = SearchHitSerializer

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import status
@@ -25,28 +24,20 @@ from cogitator_memory.api.views.base import (
     ERROR_409,
     MemoryAPIView,
 )
-from cogitator_memory.exceptions import Conflict
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Thread
 from cogitator_memory.threads.querysets import ThreadQuerySet
 
 
-class ThreadIdUnavailable(Conflict):
-    """An explicit thread id taken by a thread the caller may not see."""
-
-    code = "thread_id_unavailable"
-
-    def __init__(self, thread_id: str) -> None:
-        super().__init__(f"The thread id {thread_id!r} cannot be used; choose another.")
-
-
 @extend_schema_view(
     get=extend_schema(
+        operation_id="memory_threads_list",
         summary="List threads",
         description="Threads you may see, the most recently updated first.",
         responses={200: ThreadSerializer(many=True), 400: ERROR_400, **COMMON_ERRORS},
     ),
     post=extend_schema(
+        operation_id="memory_threads_create",
         summary="Create a thread (or update one by id)",
         request=ThreadCreateSerializer,
         responses={
@@ -77,30 +68,27 @@ class ThreadListView(MemoryAPIView):
         payload.is_valid(raise_exception=True)
         data: dict[str, Any] = payload.validated_data
         thread_id = data.get("id")
-        with transaction.atomic():
-            existing = None
-            if thread_id is not None:
-                existing = Thread.objects.select_for_update().filter(pk=thread_id).first()
-                if existing is not None and not self.scope.allows_thread(existing):
-                    raise ThreadIdUnavailable(thread_id)
-            merged = {**(existing.metadata if existing else {}), **data["metadata"]}
-            self.require_grant(data["agent_id"], merged)
-            thread = services.create_thread(data["agent_id"], data["metadata"], thread_id=thread_id)
-        code = status.HTTP_200_OK if existing is not None else status.HTTP_201_CREATED
+        thread, created = services.upsert_thread(
+            data["agent_id"], data["metadata"], thread_id=thread_id, scope=self.scope
+        )
+        code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return Response(ThreadSerializer(thread).data, status=code)
 
 
 @extend_schema_view(
     get=extend_schema(
+        operation_id="memory_threads_retrieve",
         summary="Read a thread",
         responses={200: ThreadSerializer, 404: ERROR_404, **COMMON_ERRORS},
     ),
     patch=extend_schema(
+        operation_id="memory_threads_partial_update",
         summary="Update a thread's metadata",
         request=ThreadUpdateSerializer,
         responses={200: ThreadSerializer, 400: ERROR_400, 404: ERROR_404, **COMMON_ERRORS},
     ),
     delete=extend_schema(
+        operation_id="memory_threads_destroy",
         summary="Delete a thread and its entries",
         responses={204: None, 404: ERROR_404, **COMMON_ERRORS},
     ),
@@ -115,17 +103,11 @@ class ThreadDetailView(MemoryAPIView):
         payload = ThreadUpdateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         data: dict[str, Any] = payload.validated_data
-        with transaction.atomic():
-            thread = self.visible_thread(thread_id)
-            merged = (
-                data["metadata"] if data["replace"] else {**thread.metadata, **data["metadata"]}
-            )
-            self.require_grant(thread.agent_id, merged)
-            thread = services.update_thread(thread_id, data["metadata"], replace=data["replace"])
+        thread = services.update_thread(
+            thread_id, data["metadata"], replace=data["replace"], scope=self.scope
+        )
         return Response(ThreadSerializer(thread).data)
 
     def delete(self, request: Request, thread_id: str) -> Response:
-        with transaction.atomic():
-            self.visible_thread(thread_id)
-            services.delete_thread(thread_id)
+        services.delete_thread(thread_id, scope=self.scope)
         return Response(status=status.HTTP_204_NO_CONTENT)

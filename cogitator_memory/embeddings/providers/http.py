@@ -28,7 +28,7 @@ import httpx
 from django.core.exceptions import ImproperlyConfigured
 
 from cogitator_memory import __version__
-from cogitator_memory.embeddings.services import EmbeddingServiceError
+from cogitator_memory.exceptions import EmbeddingServiceError
 
 logger = logging.getLogger(__name__)
 

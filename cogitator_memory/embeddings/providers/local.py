@@ -19,7 +19,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from cogitator_memory.embeddings.services import EmbeddingServiceError
+from cogitator_memory.exceptions import EmbeddingServiceError
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # The package carrying DEFAULT_MODEL's files, and the names that mean that model.

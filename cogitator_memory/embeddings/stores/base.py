@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,12 +25,13 @@ from cogitator_memory.embeddings.types import (
     require_conditions,
 )
 from cogitator_memory.exceptions import InvalidInput
-from cogitator_memory.jsondata import json_problem
-from cogitator_memory.threads.json_types import filter_json_values
+from cogitator_memory.jsondata import filter_json_values, json_problem
 
 # Sources per DELETE when adding replaces what was stored; keeps each statement's
 # parameter count well under SQLite's limit.
 REPLACE_CHUNK_SIZE = 200
+# Rows per UPDATE when a thread's owner changes.
+OWNER_BATCH_SIZE = 500
 
 
 def vector_bytes(vector: Sequence[float] | np.ndarray) -> bytes:
@@ -89,6 +90,9 @@ def filtered(queryset: EmbeddingQuerySet, filter: EmbeddingFilter | None) -> Emb
 
 class DatabaseEmbeddingStore:
     """Adds, reads and deletes embeddings as rows of ``Embedding``; subclasses search."""
+
+    # Rows live in the app's database: writes join the caller's transaction.
+    transactional = True
 
     def __init__(self, *, dimensions: int | None = None) -> None:
         self.dimensions = dimensions
@@ -178,3 +182,41 @@ class DatabaseEmbeddingStore:
         )
         deleted, _ = queryset.delete()
         return deleted
+
+    def set_owner(self, thread_id: str, user_id: str | None) -> int:
+        """Give the thread's embeddings its new user, in the column and the metadata."""
+        changed = 0
+        batch: list[Embedding] = []
+        rows = Embedding.objects.filter(thread_id=thread_id).only("id", "metadata", "user_id")
+        for row in rows.order_by("id").iterator(chunk_size=OWNER_BATCH_SIZE):
+            metadata = dict(row.metadata or {})
+            if user_id is None:
+                metadata.pop(USER_ID_KEY, None)
+            else:
+                metadata[USER_ID_KEY] = user_id
+            row.metadata, row.user_id = metadata, user_id
+            batch.append(row)
+            if len(batch) >= OWNER_BATCH_SIZE:
+                changed += Embedding.objects.bulk_update(batch, ["metadata", "user_id"])
+                batch = []
+        if batch:
+            changed += Embedding.objects.bulk_update(batch, ["metadata", "user_id"])
+        return changed
+
+    def iter_source_ids(
+        self, filter: EmbeddingFilter | None = None, *, batch_size: int = 1000
+    ) -> Iterator[list[str]]:
+        """Source ids in order, by keyset pages: each page is one short query."""
+        base = filtered(Embedding.objects.all(), filter)
+        after: str | None = None
+        while True:
+            page = base if after is None else base.filter(source_id__gt=after)
+            ids = list(
+                page.order_by("source_id")
+                .values_list("source_id", flat=True)
+                .distinct()[:batch_size]
+            )
+            if not ids:
+                return
+            yield ids
+            after = ids[-1]

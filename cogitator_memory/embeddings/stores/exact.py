@@ -17,17 +17,11 @@ from cogitator_memory.embeddings.stores.base import (
     stored,
 )
 from cogitator_memory.embeddings.types import EmbeddingFilter, SearchHit, VectorStatus
-from cogitator_memory.exceptions import InvalidInput
+from cogitator_memory.limits import check_limit
 
 # Rows scored per batch. 5,000 vectors of 1,536 float32 are 30 MB; fewer batches run
 # faster, smaller ones cap memory lower.
 SCAN_BATCH_SIZE = 5000
-
-
-def _check_limit(limit: int) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise InvalidInput({"limit": "limit must be a whole number of 1 or more."})
-    return limit
 
 
 class ExactEmbeddingStore(DatabaseEmbeddingStore):
@@ -57,7 +51,7 @@ class ExactEmbeddingStore(DatabaseEmbeddingStore):
     ) -> list[SearchHit]:
         """The ``limit`` embeddings most similar to ``vector`` (cosine), best first,
         among those of its dimension that ``filter`` admits."""
-        limit = _check_limit(limit)
+        limit = check_limit(limit)
         query = check_vector(vector)
         query = query / np.linalg.norm(query)
         rows = filtered(Embedding.objects.filter(dimensions=query.size), filter).values_list(

@@ -12,8 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from cogitator_memory.embeddings import message_index
-from cogitator_memory.embeddings.services import EmbeddingServiceError
-from cogitator_memory.exceptions import CogitatorMemoryError
+from cogitator_memory.exceptions import CogitatorMemoryError, EmbeddingServiceError
 
 CHECKPOINT_VERSION = 1
 

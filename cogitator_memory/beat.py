@@ -1,0 +1,28 @@
+"""The periodic tasks of the app, as a Celery beat schedule.
+
+Merge it into the project's schedule (it imports nothing, so settings may import it)::
+
+    from cogitator_memory.beat import BEAT_SCHEDULE
+    CELERY_BEAT_SCHEDULE = {**BEAT_SCHEDULE, ...}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Seconds between sweeps of the outbox: how long a deleted message's vector may stay in a
+# store outside the database after an outage (searches never return it meanwhile).
+SWEEP_INTERVAL = 60.0
+# Seconds between scans for vectors whose entry went or was redacted.
+PRUNE_INTERVAL = 24 * 3600.0
+
+BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
+    "cogitator-memory-sweep-outbox": {
+        "task": "cogitator_memory.tasks.sweeper.sweep_outbox_task",
+        "schedule": SWEEP_INTERVAL,
+    },
+    "cogitator-memory-prune-vectors": {
+        "task": "cogitator_memory.tasks.sweeper.prune_vectors_task",
+        "schedule": PRUNE_INTERVAL,
+    },
+}

@@ -1,0 +1,37 @@
+"""Periodic tasks that finish what a change left to do after it committed.
+
+``sweep_outbox_task`` carries out the outbox messages that could not be published when
+their change committed (a store outside the database was down); ``prune_vectors_task``
+deletes message vectors whose entry went or was redacted. A project runs them with
+Celery beat: ``cogitator_memory.beat.BEAT_SCHEDULE`` is the schedule to merge into its
+``CELERY_BEAT_SCHEDULE``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from cogitator_memory.embeddings.pruning import prune_message_vectors
+from cogitator_memory.outbox import services as outbox
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["prune_vectors_task", "sweep_outbox_task"]
+
+
+@shared_task(ignore_result=True)
+def sweep_outbox_task() -> dict[str, int]:
+    """Carry out every due outbox message; returns how many were done and failed."""
+    result = outbox.drain()
+    if result.failed:
+        logger.warning("%d outbox messages failed again; they are retried later.", result.failed)
+    return {"done": result.done, "failed": result.failed}
+
+
+@shared_task(ignore_result=True)
+def prune_vectors_task() -> dict[str, int]:
+    """Delete message vectors whose entry is gone or redacted; returns the totals."""
+    result = prune_message_vectors()
+    return {"checked": result.checked, "deleted": result.deleted}

@@ -1,0 +1,38 @@
+"""What enqueues the app's tasks: receivers of the change signals.
+
+A new message or tool result is embedded into the message index by
+``embed_entries_task`` (when an embedding provider is configured). Removing the vectors of
+entries that go is not done here: the thread services do it in the transaction of the
+change (``lineage.forget_entries``). A task that cannot be enqueued (the broker is down,
+or, when tasks run eagerly, the provider failed) is logged and not raised: the write it
+follows has committed, and ``manage.py reindex_messages`` embeds what was missed.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.dispatch import receiver
+
+from cogitator_memory import signals
+from cogitator_memory.embeddings.message_index import is_indexable, message_index_enabled
+from cogitator_memory.tasks.embeddings import embed_entries_task
+from cogitator_memory.threads.models import Entry
+
+logger = logging.getLogger(__name__)
+
+
+@receiver(signals.entry_added, dispatch_uid="cogitator_memory.message_index.entry_added")
+def index_added_entry(sender: Any, *, entry: Entry, **kwargs: Any) -> None:
+    if not (message_index_enabled() and is_indexable(entry)):
+        return
+    try:
+        embed_entries_task.delay([entry.pk])
+    except Exception:
+        logger.exception(
+            "Could not run %s for entry %s; the message index misses it until "
+            "manage.py reindex_messages runs.",
+            embed_entries_task.name,
+            entry.pk,
+        )

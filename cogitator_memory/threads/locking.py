@@ -1,0 +1,49 @@
+"""Locking a thread before changing it, and the caller's right to see it.
+
+Every writer of a thread locks the thread's row first (``SELECT ... FOR UPDATE`` on
+PostgreSQL; on SQLite the IMMEDIATE transaction already holds the database's write lock),
+so writers of one thread queue in the database and what a writer checks stays true until
+it commits. The scope check happens on the locked row: a thread the caller may not see
+answers exactly as a missing one.
+"""
+
+from __future__ import annotations
+
+from cogitator_memory import policy
+from cogitator_memory.exceptions import EntryNotFound, ThreadNotFound
+from cogitator_memory.scope import Scope
+from cogitator_memory.threads.models import Entry, Thread
+
+
+def lock_thread(thread_id: str, *, scope: Scope | None = None) -> Thread:
+    """The thread, locked until commit. Raises ``ThreadNotFound`` when it is missing or
+    ``scope`` may not see it."""
+    thread = (
+        Thread.objects.select_for_update().filter(pk=thread_id).first()
+        if isinstance(thread_id, str)
+        else None
+    )
+    if thread is None or not policy.can_see(scope, thread.agent_id, thread.user_id):
+        raise ThreadNotFound(str(thread_id))
+    return thread
+
+
+def lock_entry_thread(entry_id: str, *, scope: Scope | None = None) -> tuple[Thread, Entry]:
+    """An entry and its thread, the thread locked until commit. Raises ``EntryNotFound``
+    when the entry is missing (also when it went while the lock was awaited) or ``scope``
+    may not see its thread."""
+    thread_id = (
+        Entry.objects.filter(pk=entry_id).values_list("thread_id", flat=True).first()
+        if isinstance(entry_id, str)
+        else None
+    )
+    if thread_id is None:
+        raise EntryNotFound(str(entry_id))
+    try:
+        thread = lock_thread(thread_id, scope=scope)
+    except ThreadNotFound as exc:
+        raise EntryNotFound(entry_id) from exc
+    entry = Entry.objects.filter(pk=entry_id, thread_id=thread_id).first()
+    if entry is None:
+        raise EntryNotFound(entry_id)
+    return thread, entry
