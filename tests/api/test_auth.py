@@ -336,7 +336,9 @@ class TestUserRestrictedGrant:
     def test_a_user_id_that_is_not_a_text_is_refused_as_invalid(self, restricted: APIClient):
         # when
         response = restricted.post(
-            f"{API}/threads/", {"agent_id": "agent-a", "metadata": {"userId": ["u1"]}}, format="json"
+            f"{API}/threads/",
+            {"agent_id": "agent-a", "metadata": {"userId": ["u1"]}},
+            format="json",
         )
         # then
         assert_error(response, 400, "invalid", ["metadata.userId"])

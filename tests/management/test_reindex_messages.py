@@ -12,8 +12,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import override_settings
 
+from cogitator_memory.embeddings.models import Embedding
 from cogitator_memory.embeddings.registry import get_embedding_store
-from cogitator_memory.threads.models import Entry
+from cogitator_memory.embeddings.types import NewEmbedding
+from cogitator_memory.threads.models import Entry, Thread
 from tests.embeddings.fakes import HASH_EMBEDDINGS, HashEmbeddings
 from tests.factories import EntryFactory, ThreadFactory
 
@@ -91,7 +93,7 @@ def test_a_scope_is_required() -> None:
     with pytest.raises(CommandError) as raised:
         reindex()
     # then
-    assert str(raised.value) == "Error: one of the arguments --thread --agent --all is required"
+    assert str(raised.value) == "Give one of --thread ID, --agent ID or --all (or --prune)."
 
 
 def test_only_one_scope_is_taken() -> None:
@@ -294,3 +296,62 @@ def test_a_finished_run_deletes_its_checkpoint(entries: list[Entry], tmp_path: P
     # then
     assert not checkpoint.exists()
     assert list(tmp_path.iterdir()) == []
+
+
+# --- pruning -------------------------------------------------------------------------------
+
+
+def vector_sources() -> set[str]:
+    return {row.source_id for row in Embedding.objects.all()}
+
+
+def orphan(entry: Entry) -> None:
+    """Remove the entry's row behind the services' back (as a restore from an old backup
+    or a hand edit would), leaving its vector."""
+    Entry.objects.filter(parent_id=entry.pk).update(parent_id=entry.parent_id)
+    Thread.objects.filter(active_leaf_id=entry.pk).update(active_leaf_id=entry.parent_id)
+    Entry.objects.filter(pk=entry.pk).delete()
+
+
+@pytest.mark.parametrize("with_provider", [True, False], ids=["provider", "no-provider"])
+def test_prune_deletes_the_vectors_of_gone_and_redacted_entries(
+    entries: list[Entry], with_provider: bool
+) -> None:
+    # given every entry indexed, then one entry gone and one redacted behind the index
+    reindex("--all")
+    gone, redacted, kept = entries[0], entries[1], entries[2:]
+    orphan(gone)
+    Entry.objects.filter(pk=redacted.pk).update(redaction={"at": "2026-01-01T00:00:00+00:00"})
+    assert vector_sources() == {entry.pk for entry in entries}
+    # when, with or without an embedding provider
+    settings = {"EMBEDDINGS": HASH_EMBEDDINGS} if with_provider else {}
+    with override_settings(COGITATOR_MEMORY=settings):
+        output = reindex("--prune", "--verbosity", "0")
+    # then
+    assert vector_sources() == {entry.pk for entry in kept}
+    assert "2 vectors deleted of 7 entries checked" in output
+
+
+def test_prune_keeps_vectors_of_other_sources(entries: list[Entry]) -> None:
+    # given a document vector whose source is no entry at all
+    reindex("--thread", "t1")
+    get_embedding_store().add(
+        [NewEmbedding("document", "doc-1", [1.0] + [0.0] * 15, "a document", {})]
+    )
+    # when
+    reindex("--prune", "--verbosity", "0")
+    # then only message-index vectors are checked against entries
+    assert "doc-1" in vector_sources()
+    assert len(vector_sources()) == 6
+
+
+def test_prune_with_a_scope_prunes_then_reindexes(entries: list[Entry]) -> None:
+    # given
+    reindex("--all")
+    orphan(entries[-1])
+    # when
+    output = reindex("--prune", "--all", "--verbosity", "0")
+    # then
+    assert vector_sources() == {entry.pk for entry in entries[:-1]}
+    assert "1 vectors deleted" in output
+    assert "Re-indexed every thread: 6 of 6 entries embedded" in output

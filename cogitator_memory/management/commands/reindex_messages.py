@@ -1,5 +1,6 @@
 """``manage.py reindex_messages``: embed the messages of a thread, an agent or every
-thread again, with a progress bar; resumable with ``--checkpoint``."""
+thread again, with a progress bar; resumable with ``--checkpoint``. ``--prune`` deletes
+the vectors of entries that are gone or redacted, with or without an embedding provider."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from cogitator_memory.embeddings import message_index
+from cogitator_memory.embeddings.pruning import PruneProgress, prune_message_vectors
 from cogitator_memory.exceptions import CogitatorMemoryError, EmbeddingServiceError
 
 CHECKPOINT_VERSION = 1
@@ -37,14 +39,20 @@ class Command(BaseCommand):
         "threads (--agent) or of every thread (--all) into the message index, replacing "
         "their vectors. With --checkpoint FILE the last entry done is recorded after each "
         "batch, and a run stopped part way continues after it when started again with the "
-        "same scope and file."
+        "same scope and file. --prune first deletes the vectors whose entry is gone or "
+        "redacted (it needs no embedding provider, and may be given alone)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        scope = parser.add_mutually_exclusive_group(required=True)
+        scope = parser.add_mutually_exclusive_group()
         scope.add_argument("--thread", metavar="ID", help="The id of one thread.")
         scope.add_argument("--agent", metavar="ID", help="The id of an agent: all its threads.")
         scope.add_argument("--all", action="store_true", help="Every thread.")
+        parser.add_argument(
+            "--prune",
+            action="store_true",
+            help="Delete the vectors of entries that are gone or redacted (every thread).",
+        )
         parser.add_argument(
             "--batch-size",
             type=int,
@@ -68,6 +76,12 @@ class Command(BaseCommand):
         batch_size: int | None = options["batch_size"]
         if batch_size is not None and batch_size < 1:
             raise CommandError("--batch-size must be 1 or more.")
+        if options["prune"]:
+            self._prune(show_bar=options["verbosity"] > 0)
+            if not any(value for value in scope.values()):
+                return
+        elif not any(value for value in scope.values()):
+            raise CommandError("Give one of --thread ID, --agent ID or --all (or --prune).")
         checkpoint: Path | None = options["checkpoint"]
         resume_from = read_checkpoint(checkpoint, scope) if checkpoint else None
         if resume_from is not None:
@@ -104,6 +118,30 @@ class Command(BaseCommand):
             self.style.SUCCESS(
                 f"Re-indexed {describe_scope(scope)}: {result.embedded} of {result.done} "
                 "entries embedded (the others are redacted or have no text)."
+            )
+        )
+
+    def _prune(self, *, show_bar: bool) -> None:
+        bar: Any = (
+            tqdm(unit="source", file=_BarStream(self.stdout), ascii=True) if show_bar else None
+        )
+
+        def report(progress: PruneProgress) -> None:
+            if bar is not None:
+                bar.update(progress.checked - bar.n)
+                bar.set_postfix(deleted=progress.deleted)
+
+        try:
+            result = prune_message_vectors(progress=report)
+        except CogitatorMemoryError as error:
+            raise CommandError(str(error)) from error
+        finally:
+            if bar is not None:
+                bar.close()
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Pruned the message index: {result.deleted} vectors deleted of "
+                f"{result.checked} entries checked."
             )
         )
 
