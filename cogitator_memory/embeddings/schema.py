@@ -4,6 +4,10 @@
 and the ``vector`` extension exists or can be created. Without it (SQLite, or a
 PostgreSQL server without pgvector) everything else migrates and works, and vector
 operations of the pgvector store report why they are unavailable.
+
+The column is untyped, so one table holds vectors of every size; each size gets its own
+partial HNSW index (``stores/pgvector_indexes.py``). The migration builds the one of the
+configured ``DIMENSIONS``; ``manage.py vector_indexes --create`` builds the others.
 """
 
 from __future__ import annotations
@@ -104,6 +108,69 @@ class AddVectorColumnWhereAvailable(Operation):
 
     def describe(self) -> str:
         return "Add the pgvector column to embeddings where PostgreSQL has the extension"
+
+
+def configured_dimensions() -> int | None:
+    """``COGITATOR_MEMORY["EMBEDDINGS"]["DIMENSIONS"]`` when it is a size, else None."""
+    from cogitator_memory.conf import memory_settings
+
+    size = memory_settings.EMBEDDINGS.get("DIMENSIONS")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        return None
+    return size
+
+
+class AddVectorIndexesWhereAvailable(Operation):
+    """Migration operation: on PostgreSQL with the native column, the btree on
+    ``dimensions`` and, when ``COGITATOR_MEMORY["EMBEDDINGS"]["DIMENSIONS"]`` names a size
+    HNSW can index, that size's HNSW index, so its searches use an index from the first
+    row; nothing elsewhere. Built concurrently when the migration runs outside a
+    transaction (``atomic = False``). Other sizes get theirs from
+    ``manage.py vector_indexes --create``."""
+
+    reduces_to_sql = False
+    reversible = True
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        # Neither the column nor its indexes are in the model: the state does not change.
+        pass
+
+    def database_forwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        connection = schema_editor.connection
+        if connection.vendor != "postgresql" or not vector_support(connection).available:
+            return
+        from cogitator_memory.embeddings.stores import pgvector_indexes as indexes
+        from cogitator_memory.embeddings.stores.pgvector_native import read_native_state
+
+        concurrently = not connection.in_atomic_block
+        indexes.build_index(connection, indexes.dimensions_index(), concurrently=concurrently)
+        size = configured_dimensions()
+        if size is not None and indexes.indexable(size, read_native_state(connection)):
+            indexes.build_index(connection, indexes.hnsw_index(size), concurrently=concurrently)
+
+    def database_backwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        connection = schema_editor.connection
+        if connection.vendor != "postgresql":
+            return
+        from cogitator_memory.embeddings.models import Embedding
+        from cogitator_memory.embeddings.stores import pgvector_indexes as indexes
+        from cogitator_memory.embeddings.stores.pgvector_native import (
+            MAX_HALFVEC_INDEX_DIMENSIONS,
+        )
+
+        concurrently = not connection.in_atomic_block
+        size = configured_dimensions()
+        if size is not None and size <= MAX_HALFVEC_INDEX_DIMENSIONS:
+            index = indexes.hnsw_index(size)
+            schema_editor.remove_index(Embedding, index, concurrently=concurrently)
+        schema_editor.remove_index(Embedding, indexes.dimensions_index(), concurrently=concurrently)
+
+    def describe(self) -> str:
+        return "Add the vector indexes of embeddings where PostgreSQL has the column"
 
 
 def default_connection() -> BaseDatabaseWrapper:

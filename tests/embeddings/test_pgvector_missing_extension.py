@@ -171,7 +171,8 @@ def test_migrate_succeeds_on_a_server_without_pgvector_and_warns_why(
 
     # then
     assert done.returncode == 0, done.stderr
-    assert "Applying cogitator_memory.0004_add_embeddings..." in done.stdout
+    assert "Applying cogitator_memory.0004_add_embeddings... OK" in done.stdout
+    assert "Applying cogitator_memory.0007_add_vector_indexes_where_available... OK" in done.stdout
     assert (
         'pgvector is unavailable, vector search is off: extension "vector" is not available'
     ) in done.stdout + done.stderr
@@ -355,9 +356,10 @@ def test_rows_added_without_the_extension_are_found_once_it_is_back_and_synced(
     ensure_vector_column(connection)
 
     # when
-    filled = store.sync_native_column()
+    filled = store.sync_native_column(concurrently=False)
 
     # then
     assert filled == 2
     hits = store.search([1.0, 0.0], limit=2)
     assert [hit.embedding.source_id for hit in hits] == ["near", "far"]
+    assert store.vector_status().missing_indexes == ()

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from cogitator_memory.embeddings.stores.pgvector import PgVectorEmbeddingStore
 from cogitator_memory.embeddings.types import (
     EmbeddingFilter,
     EmbeddingStore,
@@ -40,6 +41,10 @@ MINUS_X = [-1.0, 0.0, 0.0]
 @pytest.fixture(params=STORES)
 def store(request: pytest.FixtureRequest) -> EmbeddingStore:
     found: EmbeddingStore = request.getfixturevalue(request.param)
+    if isinstance(found, PgVectorEmbeddingStore):
+        # As after the migration of a project configured for 3 dimensions: the size's
+        # index is there before the first row.
+        found.ensure_index(3, concurrently=False)
     return found
 
 

@@ -2,46 +2,65 @@
 
 Rows are written by ``DatabaseEmbeddingStore`` (float32 bytes in ``vector``); this store
 also fills the untyped ``embedding vector`` column (``embeddings/schema.py``) and
-searches it with cosine distance (``<=>``) through one partial HNSW index per dimension:
+searches it with cosine distance through one partial HNSW index per dimension:
 
-- up to 2,000 dimensions: ``(embedding::vector(d))`` with ``vector_cosine_ops``;
-- 2,001 to 4,000: ``(embedding::halfvec(d))`` with ``halfvec_cosine_ops`` (HNSW indexes
+- up to 2,000 dimensions: ``(embedding)::vector(d)`` with ``vector_cosine_ops``;
+- 2,001 to 4,000: ``(embedding)::halfvec(d)`` with ``halfvec_cosine_ops`` (HNSW indexes
   ``vector`` only up to 2,000 dimensions, ``halfvec`` up to 4,000);
 - above 4,000: no index, an exact scan in SQL.
 
-The index of a dimension is created when rows of that dimension are first written, so it
-works from the first row (``ensure_index`` builds it after a bulk load, faster than row by
-row). A search orders by exactly the indexed expression, else the planner cannot use the
-index. In its transaction it raises ``hnsw.ef_search`` to the limit and, on pgvector 0.8+,
-turns on iterative scans, so a large limit or a filter that drops most candidates still
-gets every matching row (as long as the index scan finds them within pgvector's
+Writes never build indexes: an index is built by ``manage.py vector_indexes --create``
+(or ``ensure_index``), with CREATE INDEX CONCURRENTLY outside any transaction, and for
+the configured ``DIMENSIONS`` by the migration. Until a size has its index, its searches
+run the same statement as an exact scan: the same results, slower as the table grows;
+``vector_status()`` names the sizes in ``missing_indexes`` and says what to run.
+
+A search orders by exactly the indexed expression, else the planner cannot use the
+index. In its transaction it raises ``hnsw.ef_search`` to the limit and, on pgvector
+0.8+, turns on iterative scans, so a large limit or a filter that drops most candidates
+still gets every matching row (as long as the index scan finds them within pgvector's
 ``hnsw.max_scan_tuples``, 20,000 visited rows by default).
 
 A store configured for D dimensions reports stored vectors of other sizes, or a column
 created with a fixed other size, in ``vector_status()`` and refuses to search, instead of
-failing each search with a database error. A btree on ``dimensions`` (``cm_emb_dims``)
-answers that check in two index probes.
+failing each search with a database error. Without the extension (or the column) rows
+are still added, read and deleted as bytes; ``search`` raises ``VectorsUnavailable``
+naming the reason, which ``vector_status()`` also reports. Rows stored then get their
+native vectors from ``sync_native_column()`` once the extension is back
+(``ensure_vector_column``).
 
-Without the extension (or the column) rows are still added, read and deleted as bytes;
-``search`` raises ``VectorsUnavailable`` naming the reason, which ``vector_status()``
-also reports. Rows stored then get their native vectors from ``sync_native_column()``
-once the extension is back (``ensure_vector_column``).
+pgvector-python's Django pieces, and where SQL stays raw:
+
+- Searches are querysets: ``CosineDistance`` between the column cast to
+  ``VectorField(dimensions=d)`` or ``HalfVectorField(dimensions=d)`` and the query cast
+  alike, with the scope filters every store shares (``pgvector_native.py``).
+- Indexes are ``HnswIndex`` definitions (``OpClass``, ``condition``, ``m``,
+  ``ef_construction``) that the schema editor creates, concurrently where it can
+  (``pgvector_indexes.py``).
+- The column is not a model field: one untyped column holds vectors of every size in one
+  table, which no typed ``VectorField`` can, and the model must migrate the same on
+  SQLite and on PostgreSQL without the extension. ``NativeVector`` names it in
+  expressions as ``F()`` would; ``ensure_vector_column`` adds it with ALTER TABLE.
+- Writing it is raw SQL (one UPDATE per batch from two unnested arrays): the ORM updates
+  model fields only.
+- The catalogue (the extension, the column's size, valid indexes, stored sizes, index
+  build progress), the search settings (``set_config`` of ``hnsw.ef_search`` and
+  ``hnsw.iterative_scan``, in the same round trip as the catalogue) and the advisory
+  locks of index builds have no ORM form.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from django.db import transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import BooleanField, FloatField
-from django.db.models.expressions import RawSQL
+from django.db.models import Count
+from django.db.models.lookups import IsNull
 
 from cogitator_memory.embeddings.models import Embedding
-from cogitator_memory.embeddings.schema import VECTOR_COLUMN, default_connection, vector_support
+from cogitator_memory.embeddings.schema import default_connection
 from cogitator_memory.embeddings.stores.base import (
     DatabaseEmbeddingStore,
     bytes_vector,
@@ -49,121 +68,44 @@ from cogitator_memory.embeddings.stores.base import (
     filtered,
     stored,
 )
+from cogitator_memory.embeddings.stores.pgvector_indexes import (
+    IndexState,
+    build_index,
+    dimensions_index,
+    hnsw_index,
+    hnsw_index_name,
+    index_states,
+    index_statuses,
+    indexable,
+    missing_hint,
+    missing_sizes,
+    refuse_concurrent_build_in_transaction,
+)
+from cogitator_memory.embeddings.stores.pgvector_native import (
+    MAX_VECTOR_DIMENSIONS,
+    WRITE_BATCH_SIZE,
+    NativeState,
+    NativeVector,
+    VectorsUnavailable,
+    check_native,
+    cosine_distance,
+    read_native_state,
+    unavailable_reason,
+    write_native,
+)
 from cogitator_memory.embeddings.types import (
     EmbeddingFilter,
     NewEmbedding,
     SearchHit,
-    StoredEmbedding,
     VectorStatus,
 )
-from cogitator_memory.exceptions import Conflict, InvalidInput
+from cogitator_memory.exceptions import InvalidInput
 
-# pgvector's limits: HNSW indexes vector up to 2,000 dimensions and halfvec up to 4,000;
-# the vector type itself holds at most 16,000.
-MAX_VECTOR_INDEX_DIMENSIONS = 2000
-MAX_HALFVEC_INDEX_DIMENSIONS = 4000
-MAX_VECTOR_DIMENSIONS = 16000
-# The largest half-precision float.
-MAX_HALFVEC_VALUE = 65504.0
+__all__ = ["PgVectorEmbeddingStore", "VectorsUnavailable"]
+
 # hnsw.ef_search accepts 1..1000; pgvector's default is 40.
 MIN_EF_SEARCH = 40
 MAX_EF_SEARCH = 1000
-# hnsw.iterative_scan exists from pgvector 0.8.0.
-ITERATIVE_SCAN_VERSION = (0, 8, 0)
-# Rows per UPDATE of the native column: one statement per batch, a few MB of text.
-WRITE_BATCH_SIZE = 500
-DIMENSIONS_INDEX = "cm_emb_dims"
-FLOAT32_TEXT = "{:.9g}"
-# The column of a search's rows that carries the cosine distance.
-DISTANCE_ALIAS = "cm_distance"
-
-
-class VectorsUnavailable(Conflict):
-    """Vectors cannot be searched here; ``reason`` says why (no extension, no column, or
-    stored vectors of another size than the store is configured for)."""
-
-    code = "vectors_unavailable"
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"Vector search is unavailable: {reason}")
-        self.reason = reason
-
-
-def hnsw_index_name(dimensions: int) -> str:
-    return f"cm_emb_hnsw_{dimensions}"
-
-
-def vector_text(vector: np.ndarray) -> str:
-    """pgvector's text form. Nine significant digits give back the same float32 (and
-    print faster and shorter than a double's shortest form)."""
-    values = np.asarray(vector, dtype="<f4").tolist()
-    return "[" + ",".join(map(FLOAT32_TEXT.format, values)) + "]"
-
-
-def check_native(vector: np.ndarray) -> np.ndarray:
-    """Refuse what the native column or its index cannot hold, before the database fails
-    on it half way through a write."""
-    if vector.size > MAX_VECTOR_DIMENSIONS:
-        raise InvalidInput(
-            {
-                "vector": f"pgvector holds at most {MAX_VECTOR_DIMENSIONS} dimensions, "
-                f"got {vector.size}."
-            }
-        )
-    if (
-        MAX_VECTOR_INDEX_DIMENSIONS < vector.size <= MAX_HALFVEC_INDEX_DIMENSIONS
-        and np.abs(vector).max() > MAX_HALFVEC_VALUE
-    ):
-        raise InvalidInput(
-            {
-                "vector": f"Vectors of {MAX_VECTOR_INDEX_DIMENSIONS + 1} to "
-                f"{MAX_HALFVEC_INDEX_DIMENSIONS} dimensions are indexed as halfvec, whose "
-                f"values lie within +-{MAX_HALFVEC_VALUE:g}."
-            }
-        )
-    return vector
-
-
-@dataclass(frozen=True)
-class SearchPlan:
-    """How vectors of one dimension are indexed and compared: ``expression`` is both the
-    index's expression and the left side of the query's ``<=>``."""
-
-    dimensions: int
-    expression: str
-    query_cast: str
-    operator_class: str | None
-
-    @classmethod
-    def for_dimensions(cls, dimensions: int, column: str) -> SearchPlan:
-        if dimensions <= MAX_VECTOR_INDEX_DIMENSIONS:
-            kind = f"vector({dimensions})"
-            return cls(dimensions, f"({column}::{kind})", kind, "vector_cosine_ops")
-        if dimensions <= MAX_HALFVEC_INDEX_DIMENSIONS:
-            kind = f"halfvec({dimensions})"
-            return cls(dimensions, f"({column}::{kind})", kind, "halfvec_cosine_ops")
-        return cls(dimensions, column, "vector", None)
-
-
-@dataclass(frozen=True)
-class NativeState:
-    """What the catalogue says about the native column, read in one query."""
-
-    extension_version: str | None
-    # The column's size when it was created with one (vector(1536)), -1 when untyped,
-    # None when there is no column.
-    column_size: int | None
-    existing_indexes: frozenset[str]
-    # The smallest and largest stored size, when asked for.
-    smallest: int | None = None
-    largest: int | None = None
-
-    @property
-    def available(self) -> bool:
-        return self.extension_version is not None and self.column_size is not None
-
-    def fits_column(self, dimensions: int) -> bool:
-        return self.column_size in (-1, dimensions)
 
 
 class PgVectorEmbeddingStore(DatabaseEmbeddingStore):
@@ -182,74 +124,8 @@ class PgVectorEmbeddingStore(DatabaseEmbeddingStore):
             )
         self.min_ef_search = min_ef_search
 
-    # --- the database ------------------------------------------------------------------
-
     def _connection(self) -> BaseDatabaseWrapper:
         return default_connection()
-
-    def _table(self, connection: BaseDatabaseWrapper) -> str:
-        return str(connection.ops.quote_name(Embedding._meta.db_table))
-
-    def _native_state(
-        self,
-        connection: BaseDatabaseWrapper,
-        indexes: Iterable[str] = (),
-        *,
-        with_sizes: bool = False,
-        ef_search: int | None = None,
-    ) -> NativeState:
-        """The catalogue's answers in one round trip. With ``ef_search``, the same
-        statement also makes the search settings of the transaction (``set_config(...,
-        true)`` is ``SET LOCAL``): the candidates a graph search keeps, and on pgvector
-        0.8+ iterative scans."""
-        names = sorted({DIMENSIONS_INDEX, *indexes})
-        table = self._table(connection)
-        # min and max are two probes of the btree on dimensions.
-        sizes = (
-            f"(SELECT min(dimensions) FROM {table}), (SELECT max(dimensions) FROM {table})"
-            if with_sizes
-            else "NULL, NULL"
-        )
-        settings = "NULL, NULL"
-        params: list[Any] = [table, VECTOR_COLUMN, names]
-        if ef_search is not None:
-            # When a filter drops most candidates, an iterative scan goes on through the
-            # graph until the limit is reached, instead of returning what the first
-            # ef_search candidates left. Relaxed order may return them slightly out of
-            # order; the search sorts them again.
-            settings = (
-                "set_config('hnsw.ef_search', %s, true), "
-                "CASE WHEN string_to_array(split_part(v.extversion, '-', 1), '.')::int[] "
-                ">= %s::int[] THEN set_config('hnsw.iterative_scan', 'relaxed_order', true) END"
-            )
-            params += [str(ef_search), list(ITERATIVE_SCAN_VERSION)]
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"""
-                SELECT
-                    v.extversion,
-                    (SELECT atttypmod FROM pg_attribute
-                      WHERE attrelid = to_regclass(%s) AND attname = %s AND NOT attisdropped),
-                    (SELECT array_agg(name) FROM unnest(%s::text[]) AS name
-                      WHERE to_regclass(name) IS NOT NULL),
-                    {sizes},
-                    {settings}
-                FROM (SELECT (SELECT extversion FROM pg_extension WHERE extname = 'vector')
-                      AS extversion) AS v
-                """,
-                params,
-            )
-            version, column_size, existing, smallest, largest, *_settings = cursor.fetchone()
-        return NativeState(version, column_size, frozenset(existing or ()), smallest, largest)
-
-    def _unavailable_reason(self, connection: BaseDatabaseWrapper, state: NativeState) -> str:
-        reason = vector_support(connection).reason
-        if reason:
-            return reason
-        # The catalogue changed between the two reads (the extension was just created).
-        if state.extension_version is None:
-            return "the pgvector extension is not installed in this database"
-        return "the embeddings table has no vector column"
 
     def _stored_dimensions(self, connection: BaseDatabaseWrapper, state: NativeState) -> list[int]:
         """The sizes of the stored vectors (``state`` read with_sizes); the full list is
@@ -258,11 +134,8 @@ class PgVectorEmbeddingStore(DatabaseEmbeddingStore):
             return []
         if state.smallest == state.largest:
             return [int(state.smallest)]
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT DISTINCT dimensions FROM {self._table(connection)} ORDER BY 1 LIMIT 10"
-            )
-            return [int(row[0]) for row in cursor.fetchall()]
+        sizes = Embedding.objects.using(connection.alias).values_list("dimensions", flat=True)
+        return list(sizes.order_by("dimensions").distinct()[:10])
 
     def _mismatch(self, state: NativeState, stored_dimensions: list[int]) -> str | None:
         """Why a store configured for ``self.dimensions`` cannot search what is stored."""
@@ -282,75 +155,18 @@ class PgVectorEmbeddingStore(DatabaseEmbeddingStore):
             f"{self.dimensions}"
         )
 
-    def _ensure_indexes(
-        self, connection: BaseDatabaseWrapper, dimensions: Iterable[int], state: NativeState
-    ) -> None:
-        """Create the missing indexes: the HNSW index of each dimension that has one, and
-        the btree on dimensions that answers vector_status() in two index probes."""
-        wanted = {
-            hnsw_index_name(size): size
-            for size in dimensions
-            if size <= MAX_HALFVEC_INDEX_DIMENSIONS and state.fits_column(size)
-        }
-        missing = [
-            name for name in [DIMENSIONS_INDEX, *wanted] if name not in state.existing_indexes
-        ]
-        if not missing:
-            return
-        table = self._table(connection)
-        with connection.cursor() as cursor:
-            for name in missing:
-                # Writers creating the same index take turns, and the second one finds it
-                # made. Taken before this transaction writes rows, so two first writers of
-                # one dimension wait for each other only here.
-                cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [name])
-                if name == DIMENSIONS_INDEX:
-                    cursor.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {table} (dimensions)")
-                    continue
-                size = wanted[name]
-                plan = SearchPlan.for_dimensions(size, VECTOR_COLUMN)
-                cursor.execute(
-                    f"CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw "
-                    f"({plan.expression} {plan.operator_class}) WHERE dimensions = {size}"
-                )
-
-    def _write_native(
-        self, connection: BaseDatabaseWrapper, pairs: Sequence[tuple[str, np.ndarray]]
-    ) -> None:
-        """One UPDATE per batch: ids and vector texts as two arrays, unnested side by side."""
-        table = self._table(connection)
-        with connection.cursor() as cursor:
-            for start in range(0, len(pairs), WRITE_BATCH_SIZE):
-                batch = pairs[start : start + WRITE_BATCH_SIZE]
-                cursor.execute(
-                    f"UPDATE {table} AS e SET {VECTOR_COLUMN} = v.vec::vector "
-                    "FROM unnest(%s::text[], %s::text[]) AS v(id, vec) WHERE e.id = v.id",
-                    [[row_id for row_id, _ in batch], [vector_text(vec) for _, vec in batch]],
-                )
-
     # --- writes ------------------------------------------------------------------------
 
     def _check_new(self, embedding: NewEmbedding) -> np.ndarray:
         return check_native(super()._check_new(embedding))
 
-    def add(self, embeddings: Sequence[NewEmbedding]) -> list[StoredEmbedding]:
-        connection = self._connection()
-        with transaction.atomic(using=connection.alias):
-            # Indexes first, before this transaction holds row locks on the table (see
-            # _ensure_indexes); the rows are validated again by the base class.
-            sizes = {int(self._check_new(embedding).size) for embedding in embeddings}
-            state = self._native_state(connection, map(hnsw_index_name, sizes))
-            if state.available and sizes:
-                self._ensure_indexes(connection, sizes, state)
-            return super().add(embeddings)
-
     def after_write(self, rows: list[Embedding]) -> None:
         connection = self._connection()
-        state = self._native_state(connection)
+        state = read_native_state(connection)
         if not state.available:
             # The bytes are stored; searches report why vectors are unavailable.
             return
-        self._write_native(
+        write_native(
             connection,
             [
                 (row.id, bytes_vector(row.vector))
@@ -359,69 +175,111 @@ class PgVectorEmbeddingStore(DatabaseEmbeddingStore):
             ],
         )
 
-    def ensure_index(self, dimensions: int) -> bool:
-        """Create the index of this dimension now (e.g. after loading rows in bulk);
-        False when vectors are unavailable or this size has no index (above 4,000)."""
-        connection = self._connection()
-        with transaction.atomic(using=connection.alias):
-            state = self._native_state(connection, [hnsw_index_name(dimensions)])
-            if not state.available or dimensions > MAX_HALFVEC_INDEX_DIMENSIONS:
-                return False
-            self._ensure_indexes(connection, [dimensions], state)
-        return True
-
-    def sync_native_column(self, *, batch_size: int = WRITE_BATCH_SIZE) -> int:
+    def sync_native_column(
+        self, *, batch_size: int = WRITE_BATCH_SIZE, concurrently: bool = True
+    ) -> int:
         """Fill the native column of rows stored without it (written while the extension
-        was missing, or by another store), then create the indexes they need; returns
-        how many rows were filled. Each batch commits on its own, so a run that stops
-        half way is resumed by the next."""
+        was missing, or by another store), then build the indexes of the sizes filled
+        (``concurrently`` as in ``ensure_index``); returns how many rows were filled.
+        Each batch commits on its own, so a run that stops half way is resumed by the
+        next."""
         connection = self._connection()
-        table = self._table(connection)
         filled = 0
         sizes: set[int] = set()
         while True:
             with transaction.atomic(using=connection.alias):
-                state = self._native_state(connection)
+                state = read_native_state(connection)
                 if not state.available:
-                    raise VectorsUnavailable(self._unavailable_reason(connection, state))
-                size_condition = (
-                    "" if state.column_size == -1 else f" AND dimensions = {state.column_size}"
+                    raise VectorsUnavailable(unavailable_reason(connection, state))
+                rows = Embedding.objects.using(connection.alias).filter(
+                    IsNull(NativeVector(), True), dimensions__lte=MAX_VECTOR_DIMENSIONS
                 )
-                with connection.cursor() as cursor:
-                    cursor.execute(
-                        f"SELECT id, dimensions, vector FROM {table} WHERE {VECTOR_COLUMN} IS "
-                        f"NULL AND dimensions <= {MAX_VECTOR_DIMENSIONS}{size_condition} "
-                        "ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED",
-                        [batch_size],
-                    )
-                    found = cursor.fetchall()
-                self._write_native(connection, [(i, bytes_vector(data)) for i, _, data in found])
+                fixed_size = state.column_size
+                if fixed_size is not None and fixed_size != -1:
+                    rows = rows.filter(dimensions=fixed_size)
+                found = list(
+                    rows.order_by("pk")
+                    .select_for_update(skip_locked=True)
+                    .values_list("pk", "dimensions", "vector")[:batch_size]
+                )
+                write_native(connection, [(pk, bytes_vector(data)) for pk, _, data in found])
             if not found:
                 break
-            sizes.update(int(size) for _, size, _ in found)
+            sizes.update(size for _, size, _ in found)
             filled += len(found)
         # Building an index over filled rows is many times faster than inserting the
         # rows into it one by one.
         for size in sorted(sizes):
-            self.ensure_index(size)
+            self.ensure_index(size, concurrently=concurrently)
         return filled
+
+    # --- indexes -----------------------------------------------------------------------
+
+    def ensure_index(self, dimensions: int, *, concurrently: bool = True) -> bool:
+        """Build the HNSW index of vectors of this size, unless it exists (e.g. before a
+        bulk load of a new size, or after one: building over the rows is faster than
+        inserting them one by one). Returns whether the size has its index now: False
+        when vectors are unavailable, the size is above 4,000 dimensions (searched
+        exactly), or the column holds another fixed size.
+
+        ``concurrently``: CREATE INDEX CONCURRENTLY, which lets writes go on and must run
+        outside a transaction (``TransactionManagementError`` inside one); False builds
+        in the caller's transaction and blocks writes to the table until it ends.
+        Raises ``InvalidInput`` for a size pgvector cannot hold.
+        """
+        if not 1 <= dimensions <= MAX_VECTOR_DIMENSIONS:
+            raise InvalidInput(
+                {"dimensions": f"dimensions must lie within 1..{MAX_VECTOR_DIMENSIONS}."}
+            )
+        connection = self._connection()
+        if concurrently:
+            refuse_concurrent_build_in_transaction(connection, hnsw_index_name(dimensions))
+        state = read_native_state(connection)
+        if not state.available or not indexable(dimensions, state):
+            return False
+        build_index(connection, dimensions_index(), concurrently=concurrently)
+        build_index(connection, hnsw_index(dimensions), concurrently=concurrently)
+        return True
+
+    def index_states(self, dimensions: Iterable[int] | None = None) -> list[IndexState]:
+        """The index of each size, smallest first: of the sizes given, or else of every
+        stored size and the configured one. Raises ``VectorsUnavailable`` when the
+        database has no native column."""
+        connection = self._connection()
+        state = read_native_state(connection)
+        if not state.available:
+            raise VectorsUnavailable(unavailable_reason(connection, state))
+        counted = (
+            Embedding.objects.using(connection.alias)
+            .values_list("dimensions")
+            .annotate(rows=Count("pk"))
+            .order_by()
+        )
+        rows = {int(size): int(count) for size, count in counted}
+        if dimensions is None:
+            dimensions = {*rows, *([self.dimensions] if self.dimensions else [])}
+        return index_states(dimensions, rows, state, index_statuses(connection))
 
     # --- reads -------------------------------------------------------------------------
 
     def vector_status(self) -> VectorStatus:
         connection = self._connection()
-        state = self._native_state(connection, with_sizes=True)
+        state = read_native_state(connection, with_indexes=True, with_sizes=True)
         if not state.available:
-            return VectorStatus(False, self.dimensions, self._unavailable_reason(connection, state))
+            return VectorStatus(False, self.dimensions, unavailable_reason(connection, state))
         stored_dimensions = self._stored_dimensions(connection, state)
         mismatch = self._mismatch(state, stored_dimensions)
         if mismatch:
             return VectorStatus(False, self.dimensions, mismatch)
+        configured = [self.dimensions] if self.dimensions is not None else []
+        missing = missing_sizes([*stored_dimensions, *configured], state)
         if self.dimensions is not None:
-            return VectorStatus(True, self.dimensions)
-        if state.column_size not in (None, -1):
-            return VectorStatus(True, state.column_size)
-        return VectorStatus(True, stored_dimensions[0] if len(stored_dimensions) == 1 else None)
+            dimensions: int | None = self.dimensions
+        elif state.column_size not in (None, -1):
+            dimensions = state.column_size
+        else:
+            dimensions = stored_dimensions[0] if len(stored_dimensions) == 1 else None
+        return VectorStatus(True, dimensions, missing_indexes=missing, hint=missing_hint(missing))
 
     def search(
         self,
@@ -445,13 +303,13 @@ class PgVectorEmbeddingStore(DatabaseEmbeddingStore):
         with transaction.atomic(using=connection.alias):
             # Only a configured size can mismatch what is stored. Candidates the graph
             # search keeps: at least the limit, so a large limit is not cut at the floor.
-            state = self._native_state(
+            state = read_native_state(
                 connection,
                 with_sizes=self.dimensions is not None,
                 ef_search=min(MAX_EF_SEARCH, max(self.min_ef_search, limit)),
             )
             if not state.available:
-                raise VectorsUnavailable(self._unavailable_reason(connection, state))
+                raise VectorsUnavailable(unavailable_reason(connection, state))
             mismatch = self._mismatch(state, self._stored_dimensions(connection, state))
             if mismatch:
                 raise VectorsUnavailable(mismatch)
@@ -471,50 +329,28 @@ class PgVectorEmbeddingStore(DatabaseEmbeddingStore):
         threshold: float | None,
         filter: EmbeddingFilter | None,
     ) -> list[tuple[Embedding, float]]:
-        """The nearest rows and their cosine distances, nearest first, read with the
-        statement that finds them."""
-        table = self._table(connection)
-        plan = SearchPlan.for_dimensions(int(query.size), f"{table}.{VECTOR_COLUMN}")
-        distance_sql = f"{plan.expression} <=> %s::{plan.query_cast}"
-        text = vector_text(query)
+        """The nearest rows and their cosine distances, nearest first."""
+        distance = cosine_distance(query)
+        # The size as a literal: the planner must see it to prove the partial index's
+        # WHERE dimensions = d. Rows without the native vector (written while the
+        # extension was missing) have no distance; the index skips them too.
         candidates = filtered(
-            # The size as a literal: the planner must see it to prove the partial index's
-            # WHERE dimensions = d. Rows without the native vector (written while the
-            # extension was missing) have no distance; the index skips them too.
             Embedding.objects.using(connection.alias).filter(
-                RawSQL(
-                    f"{table}.dimensions = {plan.dimensions} "
-                    f"AND {table}.{VECTOR_COLUMN} IS NOT NULL",
-                    [],
-                    output_field=BooleanField(),
-                )
+                IsNull(NativeVector(), False), dimensions=int(query.size)
             ),
             filter,
         )
-        inner = (
-            candidates.annotate(distance=RawSQL(distance_sql, [text], output_field=FloatField()))
-            # Exactly the indexed expression, nothing after it, or no index is used.
-            .order_by(RawSQL(distance_sql, [text]).asc())
-            .values_list("id", "distance")[:limit]
+        # Exactly the indexed expression, nothing after it, or no index is used.
+        nearest = candidates.order_by(distance.asc()).values("pk")[:limit]
+        # The nearest by the index's order (relaxed under iterative scans), sorted by
+        # distance again; the threshold applies to them, not inside the index scan,
+        # which would go on through the graph looking for more.
+        rows = (
+            Embedding.objects.using(connection.alias)
+            .filter(pk__in=nearest)
+            .annotate(distance=distance)
+            .defer("vector")
         )
-        inner_sql, inner_params = inner.query.sql_with_params()
-        outer_where = ""
-        outer_params: list[float] = []
         if threshold is not None:
-            outer_where = "WHERE hits.distance <= %s"
-            outer_params.append(1.0 - float(threshold))
-        # The model's columns only: the native vector stays in the database.
-        columns = ", ".join(
-            f"e.{connection.ops.quote_name(str(field.column))}"
-            for field in Embedding._meta.concrete_fields
-        )
-        # The nearest by the index's order (relaxed under iterative scans), then sorted
-        # by distance again; the rows' model columns read by the same statement.
-        rows = Embedding.objects.using(connection.alias).raw(
-            f"WITH hits AS MATERIALIZED ({inner_sql}) "
-            f"SELECT {columns}, hits.distance AS {DISTANCE_ALIAS} "
-            f"FROM hits JOIN {table} AS e ON e.id = hits.id {outer_where} "
-            "ORDER BY hits.distance, hits.id",
-            [*inner_params, *outer_params],
-        )
-        return [(row, float(getattr(row, DISTANCE_ALIAS))) for row in rows]
+            rows = rows.filter(distance__lte=1.0 - float(threshold))
+        return [(row, float(row.distance)) for row in rows.order_by("distance", "pk")]
