@@ -19,6 +19,7 @@ from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.embeddings.stores.pgvector import PgVectorEmbeddingStore
 from cogitator_memory.embeddings.types import NewEmbedding
 from cogitator_memory.management.commands import vector_indexes
+from tests.embeddings.pgvector_support import drop_indexes
 
 TABLE = Embedding._meta.db_table
 
@@ -31,13 +32,6 @@ def run(*args: str) -> str:
 
 def new(source_id: str, vector: list[float]) -> NewEmbedding:
     return NewEmbedding("item", source_id, vector, content=source_id)
-
-
-def drop_indexes(*names: str) -> None:
-    """Indexes outlive the flush of a transactional test; later tests expect none."""
-    with connection.cursor() as cursor:
-        for name in names:
-            cursor.execute(f"DROP INDEX IF EXISTS {name}")
 
 
 @pytest.fixture
