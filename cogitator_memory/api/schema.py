@@ -1,10 +1,46 @@
-"""OpenAPI descriptions drf-spectacular cannot infer."""
+"""OpenAPI descriptions drf-spectacular cannot infer.
+
+The schema describes the API exactly: every request it calls valid is accepted (or
+answered 401, 403, 404, 409 or 429) and every request it calls invalid is refused. The
+parts drf-spectacular cannot see are written here:
+
+- the JSON values the API stores (metadata, event payloads, content parts, tool calls):
+  any JSON whose texts, keys included, hold no NUL (``JSONValue``, ``JSONObject``);
+- what each entry type needs (``EntryCreateScheme``);
+- ``postprocess_schema``, a ``POSTPROCESSING_HOOKS`` entry: JSON-object query
+  parameters as ``content: application/json``, the 413 and 415 of every operation that
+  takes a body, and the links from the operations that create threads and entries to
+  those that use their ids.
+
+The schema is OpenAPI 3.1 (``SPECTACULAR_SETTINGS["OAS_VERSION"] = "3.1.0"``): 3.0 has no
+``propertyNames``, which is how object keys are described.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.extensions import (
+    OpenApiAuthenticationExtension,
+    OpenApiSerializerExtension,
+    OpenApiSerializerFieldExtension,
+)
+from drf_spectacular.plumbing import ResolvedComponent, append_meta
+
+from cogitator_memory.api.serializers.fields import TEXT_PATTERN, schema_pattern
+from cogitator_memory.api.serializers.threads import ENTRY_ID_MAX_LENGTH, THREAD_ID
+from cogitator_memory.scope import USER_ID_KEY, USER_ID_MAX_LENGTH
+from cogitator_memory.threads.models import EVENT_TYPES, EntryType
+
+if TYPE_CHECKING:
+    from drf_spectacular.generators import SchemaGenerator
+    from drf_spectacular.openapi import AutoSchema
+
+TEXT = {"type": "string", "pattern": schema_pattern(TEXT_PATTERN)}
+JSON_VALUE = "JSONValue"
+JSON_OBJECT = "JSONObject"
+TOOL_CALL = "ToolCall"
+ERROR_REF = {"$ref": "#/components/schemas/Error"}
 
 
 class APIKeyAuthenticationScheme(OpenApiAuthenticationExtension):
@@ -18,3 +54,263 @@ class APIKeyAuthenticationScheme(OpenApiAuthenticationExtension):
             "name": "Authorization",
             "description": "An API key of a service, sent as `Authorization: Api-Key <key>`.",
         }
+
+
+# --- JSON values -------------------------------------------------------------------------
+
+
+def _json_components() -> dict[str, dict[str, Any]]:
+    value_ref = {"$ref": f"#/components/schemas/{JSON_VALUE}"}
+    object_schema = {
+        "type": "object",
+        "propertyNames": TEXT,
+        "additionalProperties": value_ref,
+    }
+    return {
+        JSON_VALUE: {
+            "description": "Any JSON value whose texts (object keys too) hold no NUL; "
+            "texts with lone surrogates are refused as well.",
+            "type": ["null", "boolean", "number", "string", "array", "object"],
+            "pattern": TEXT["pattern"],
+            "items": value_ref,
+            "propertyNames": TEXT,
+            "additionalProperties": value_ref,
+        },
+        JSON_OBJECT: {"description": "A JSON object (see JSONValue).", **object_schema},
+        TOOL_CALL: {
+            "description": "A tool call: its id and the name of the tool, and anything else.",
+            **object_schema,
+            "required": ["id", "name"],
+            "properties": {"id": {**TEXT, "minLength": 1}, "name": {**TEXT, "minLength": 1}},
+        },
+    }
+
+
+def _component_ref(auto_schema: AutoSchema, name: str) -> dict[str, Any]:
+    """A reference to one of the JSON components, registering them all on first use."""
+    for component_name, schema in _json_components().items():
+        auto_schema.registry.register_on_missing(
+            ResolvedComponent(
+                name=component_name,
+                type=ResolvedComponent.SCHEMA,
+                schema=schema,
+                object=component_name,
+            )
+        )
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+class JSONObjectFieldScheme(OpenApiSerializerFieldExtension):
+    target_class = "cogitator_memory.api.serializers.fields.JSONObjectField"
+
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: Any) -> Any:
+        return _component_ref(auto_schema, JSON_OBJECT)
+
+
+class ThreadMetadataFieldScheme(OpenApiSerializerFieldExtension):
+    target_class = "cogitator_memory.api.serializers.fields.ThreadMetadataField"
+
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: Any) -> Any:
+        user_id = {**TEXT, "minLength": 1, "maxLength": USER_ID_MAX_LENGTH}
+        return {
+            "allOf": [_component_ref(auto_schema, JSON_OBJECT)],
+            "properties": {
+                USER_ID_KEY: append_meta(
+                    user_id,
+                    {"nullable": True, "description": "The user the thread belongs to."},
+                )
+            },
+        }
+
+
+class EntryContentFieldScheme(OpenApiSerializerFieldExtension):
+    target_class = "cogitator_memory.api.serializers.fields.EntryContentField"
+
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: Any) -> Any:
+        parts = {"type": "array", "items": _component_ref(auto_schema, JSON_VALUE)}
+        return {"anyOf": [TEXT, parts]}
+
+
+class ToolCallsFieldScheme(OpenApiSerializerFieldExtension):
+    target_class = "cogitator_memory.api.serializers.fields.ToolCallsField"
+
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: Any) -> Any:
+        return {"type": "array", "items": _component_ref(auto_schema, TOOL_CALL)}
+
+
+class ToolResultsFieldScheme(OpenApiSerializerFieldExtension):
+    target_class = "cogitator_memory.api.serializers.fields.ToolResultsField"
+
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: Any) -> Any:
+        return {"type": "array", "items": _component_ref(auto_schema, JSON_OBJECT)}
+
+
+# --- what each entry type needs ----------------------------------------------------------
+
+
+def _given(field: str, *, min_items: int | None = None) -> dict[str, Any]:
+    """The condition that ``field`` is given (and, for a list, holds ``min_items``)."""
+    if min_items is None:
+        return {"required": [field]}
+    return {"required": [field], "properties": {field: {"minItems": min_items}}}
+
+
+def entry_type_rules() -> list[dict[str, Any]]:
+    """``validate_entry_fields`` as conditions on ``type`` (absent means message)."""
+    no_event = {"not": _given("event")}
+    return [
+        {
+            "if": {"properties": {"type": {"const": EntryType.MESSAGE.value}}},
+            "then": {
+                "required": ["role"],
+                "anyOf": [_given("content"), _given("tool_calls", min_items=1)],
+                **no_event,
+            },
+        },
+        {
+            "if": {
+                "required": ["type"],
+                "properties": {"type": {"const": EntryType.TOOL_RESULT.value}},
+            },
+            "then": {
+                "anyOf": [_given("content"), _given("tool_results", min_items=1)],
+                **no_event,
+            },
+        },
+        {
+            "if": {"required": ["type"], "properties": {"type": {"enum": sorted(EVENT_TYPES)}}},
+            "then": _given("event"),
+        },
+    ]
+
+
+class EntryCreateScheme(OpenApiSerializerExtension):
+    target_class = "cogitator_memory.api.serializers.entries.EntryCreateSerializer"
+
+    def map_serializer(self, auto_schema: AutoSchema, direction: Any) -> Any:
+        schema = auto_schema._map_basic_serializer(self.target, direction)
+        return {**schema, "allOf": entry_type_rules()}
+
+
+# --- the hook ----------------------------------------------------------------------------
+
+# Path parameters: what an id can be. Any other id answers 404, as a missing one does.
+PATH_PARAMETERS: dict[str, dict[str, Any]] = {
+    "thread_id": {"type": "string", "pattern": schema_pattern(THREAD_ID)},
+    "entry_id": {"minLength": 1, "maxLength": ENTRY_ID_MAX_LENGTH, **TEXT},
+}
+BODY_ERRORS = {
+    "413": "The body is larger than the server accepts.",
+    "415": "The body is not JSON (Content-Type application/json).",
+}
+
+# Runtime expressions of links.
+ID = "$response.body#/id"
+THREAD_OF_ENTRY = "$response.body#/thread_id"
+ACTIVE_LEAF_ID = "$response.body#/active_leaf_id"
+
+
+def _thread_links() -> dict[str, dict[str, Any]]:
+    """Links from an answer holding a thread to the operations on that thread."""
+    path = {"path.thread_id": ID}
+    return {
+        "ReadThread": {"operationId": "memory_threads_retrieve", "parameters": path},
+        "UpdateThread": {"operationId": "memory_threads_partial_update", "parameters": path},
+        "DeleteThread": {"operationId": "memory_threads_destroy", "parameters": path},
+        "ListEntries": {"operationId": "memory_threads_entries_list", "parameters": path},
+        "AddEntry": {"operationId": "memory_threads_entries_create", "parameters": path},
+        "ReadBranch": {"operationId": "memory_threads_path", "parameters": path},
+        "Rewind": {
+            "operationId": "memory_threads_rewind",
+            "parameters": path,
+            "requestBody": {"to_entry_id": ACTIVE_LEAF_ID},
+        },
+        "Checkout": {
+            "operationId": "memory_threads_checkout",
+            "parameters": path,
+            "requestBody": {"entry_id": ACTIVE_LEAF_ID},
+        },
+        "Fork": {
+            "operationId": "memory_threads_fork",
+            "parameters": path,
+            "requestBody": {"at_entry_id": ACTIVE_LEAF_ID},
+        },
+    }
+
+
+def _entry_links() -> dict[str, dict[str, Any]]:
+    """Links from an answer holding an entry to the operations on it and its thread."""
+    entry = {"path.entry_id": ID}
+    thread = {"path.thread_id": THREAD_OF_ENTRY}
+    return {
+        "ReadEntry": {"operationId": "memory_entries_retrieve", "parameters": entry},
+        "DeleteEntry": {"operationId": "memory_entries_destroy", "parameters": entry},
+        "RedactEntry": {"operationId": "memory_entries_redact", "parameters": entry},
+        "AddChild": {
+            "operationId": "memory_threads_entries_create",
+            "parameters": thread,
+            "requestBody": {"parent_id": ID},
+        },
+        "ReadItsBranch": {
+            "operationId": "memory_threads_path",
+            "parameters": {**thread, "query.leaf_id": ID},
+        },
+        "RewindToIt": {
+            "operationId": "memory_threads_rewind",
+            "parameters": thread,
+            "requestBody": {"to_entry_id": ID},
+        },
+        "CheckOutIt": {
+            "operationId": "memory_threads_checkout",
+            "parameters": thread,
+            "requestBody": {"entry_id": ID},
+        },
+        "ForkAtIt": {
+            "operationId": "memory_threads_fork",
+            "parameters": thread,
+            "requestBody": {"at_entry_id": ID},
+        },
+    }
+
+
+# (operationId, status) -> the links of that answer.
+LINKS: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
+    ("memory_threads_create", "201"): _thread_links(),
+    ("memory_threads_create", "200"): _thread_links(),
+    ("memory_threads_fork", "201"): _thread_links(),
+    ("memory_threads_entries_create", "201"): _entry_links(),
+    ("memory_entries_redact", "200"): _entry_links(),
+}
+
+
+def postprocess_schema(
+    result: dict[str, Any], generator: SchemaGenerator, request: Any, public: bool
+) -> dict[str, Any]:
+    """The parts of the schema only the whole schema can say (see the module)."""
+    operations = [
+        operation
+        for path_item in result.get("paths", {}).values()
+        for method, operation in path_item.items()
+        if method in {"get", "post", "put", "patch", "delete"}
+    ]
+    known = {operation.get("operationId") for operation in operations}
+    for operation in operations:
+        for parameter in operation.get("parameters", []):
+            if parameter.get("in") == "path" and parameter.get("name") in PATH_PARAMETERS:
+                parameter["schema"] = dict(PATH_PARAMETERS[parameter["name"]])
+            schema = parameter.get("schema", {})
+            if parameter.get("in") == "query" and schema.get("type") == "object":
+                # An object in a query is one parameter of JSON text, not key=value pairs.
+                parameter["content"] = {"application/json": {"schema": parameter.pop("schema")}}
+        responses = operation.setdefault("responses", {})
+        if "requestBody" in operation:
+            for status, description in BODY_ERRORS.items():
+                error = {"application/json": {"schema": ERROR_REF}}
+                responses.setdefault(status, {"description": description, "content": error})
+        for status, response in responses.items():
+            links = LINKS.get((operation.get("operationId", ""), status))
+            if links:
+                response["links"] = {
+                    name: link for name, link in links.items() if link["operationId"] in known
+                }
+    return result

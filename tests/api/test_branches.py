@@ -87,7 +87,7 @@ def test_path_leaves_out_tool_calls_unless_asked(client: APIClient, conversation
     url = thread_action_url(conversation.thread_id, "path") + "?limit=1"
     # when
     plain = client.get(url)
-    full = client.get(url + "&include_tool_calls=1")
+    full = client.get(url + "&include_tool_calls=true")
     # then
     assert "tool_calls" not in plain.json()["results"][0]
     assert full.json()["results"][0]["tool_calls"] == [{"id": "call-1", "name": "track"}]
@@ -112,10 +112,10 @@ def test_path_refuses_a_bad_query_parameter(
     # when
     response = client.get(thread_action_url(conversation.thread_id, "path") + f"?{query}")
     # then
-    assert_error(response, 400, code, [field])
+    assert_error(response, 404 if code == "entry_not_in_thread" else 400, code, [field])
 
 
-def test_path_to_a_leaf_of_another_principal_is_the_same_400_as_a_missing_entry(
+def test_path_to_a_leaf_of_another_principal_is_the_same_404_as_a_missing_entry(
     client: APIClient, conversation: Conversation, foreign_conversation: Conversation
 ):
     # given
@@ -125,7 +125,7 @@ def test_path_to_a_leaf_of_another_principal_is_the_same_400_as_a_missing_entry(
     foreign = client.get(f"{url}?leaf_id={foreign_entry}")
     missing = client.get(f"{url}?leaf_id=no-such-entry")
     # then: the foreign entry is not named as anything but an id
-    assert_error(foreign, 400, "entry_not_in_thread", ["leaf_id"])
+    assert_error(foreign, 404, "entry_not_in_thread", ["leaf_id"])
     assert foreign_conversation.root.content not in str(foreign.json())
     assert without_ids(foreign.json(), {foreign_entry: "ID"}) == without_ids(
         missing.json(), {"no-such-entry": "ID"}
@@ -225,7 +225,7 @@ def test_rewind_refuses_a_bad_target_and_changes_nothing(
         thread_action_url(conversation.thread_id, "rewind"), payload, format="json"
     )
     # then
-    assert_error(response, 400, code, ["to_entry_id"])
+    assert_error(response, 404 if code == "entry_not_in_thread" else 400, code, ["to_entry_id"])
     assert snapshot_rows() == before
 
 
@@ -241,7 +241,7 @@ def test_rewind_to_an_entry_of_another_principal_is_refused_as_not_in_thread(
         format="json",
     )
     # then
-    assert_error(response, 400, "entry_not_in_thread", ["to_entry_id"])
+    assert_error(response, 404, "entry_not_in_thread", ["to_entry_id"])
     assert snapshot_rows() == before
 
 
@@ -290,7 +290,7 @@ def test_checkout_makes_another_branch_active(client: APIClient, conversation: C
     ("payload", "code"),
     [
         ({}, "invalid"),
-        ({"entry_id": 7}, "entry_not_in_thread"),
+        ({"entry_id": 7}, "invalid"),
         ({"entry_id": ""}, "invalid"),
         ({"entry_id": "no-such-entry"}, "entry_not_in_thread"),
     ],
@@ -305,7 +305,7 @@ def test_checkout_refuses_a_bad_target_and_changes_nothing(
         thread_action_url(conversation.thread_id, "checkout"), payload, format="json"
     )
     # then
-    assert_error(response, 400, code, ["entry_id"])
+    assert_error(response, 404 if code == "entry_not_in_thread" else 400, code, ["entry_id"])
     assert snapshot_rows() == before
 
 
@@ -321,7 +321,7 @@ def test_checkout_of_an_entry_of_another_principal_is_refused_as_not_in_thread(
         format="json",
     )
     # then
-    assert_error(response, 400, "entry_not_in_thread", ["entry_id"])
+    assert_error(response, 404, "entry_not_in_thread", ["entry_id"])
     assert snapshot_rows() == before
 
 
@@ -429,7 +429,7 @@ def test_fork_refuses_bad_fields_and_writes_nothing(
         thread_action_url(conversation.thread_id, "fork"), payload, format="json"
     )
     # then
-    assert_error(response, 400, code, fields)
+    assert_error(response, 404 if code == "entry_not_in_thread" else 400, code, fields)
     assert snapshot_rows() == before
 
 
@@ -445,7 +445,7 @@ def test_fork_at_an_entry_of_another_principal_is_refused_as_not_in_thread(
         format="json",
     )
     # then
-    assert_error(response, 400, "entry_not_in_thread", ["at_entry_id"])
+    assert_error(response, 404, "entry_not_in_thread", ["at_entry_id"])
     assert snapshot_rows() == before
 
 

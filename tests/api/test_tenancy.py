@@ -5,8 +5,8 @@ Two principals with different grants each own a conversation. For every URL patt
 of the actor on the victim's objects and the refusal each must get. Every attempt is then
 checked four ways:
 
-- the status and error code (404 for the victim's objects, 403 for writing under the
-  victim's grant, 400 for naming the victim's entry in the actor's own thread, 409 where
+- the status and error code (404 for the victim's objects, also when the actor's own
+  thread names the victim's entry, 403 for writing under the victim's grant, 409 where
   the API documents a taken id);
 - not one Thread or Entry row changed;
 - the answer equals the answer about an id that does not exist, apart from the id, so
@@ -362,7 +362,7 @@ MATRIX: dict[tuple[str, str], list[Attempt]] = {
         Attempt(
             "add to the actor's thread under the victim's entry",
             "threads/{own_thread}/entries/",
-            400,
+            404,
             "entry_not_in_thread",
             ("parent_id",),
             body={**NEW_ENTRY, "parent_id": "{victim_entry}"},
@@ -382,14 +382,14 @@ MATRIX: dict[tuple[str, str], list[Attempt]] = {
         Attempt(
             "read the actor's thread up to the victim's entry",
             "threads/{own_thread}/path/?leaf_id={victim_entry}",
-            400,
+            404,
             "entry_not_in_thread",
             ("leaf_id",),
         ),
         Attempt(
             "read the actor's thread before the victim's entry",
             "threads/{own_thread}/path/?before={victim_entry}",
-            400,
+            404,
             "entry_not_in_thread",
             ("before",),
         ),
@@ -414,7 +414,7 @@ MATRIX: dict[tuple[str, str], list[Attempt]] = {
         Attempt(
             "rewind the actor's thread to the victim's entry",
             "threads/{own_thread}/rewind/",
-            400,
+            404,
             "entry_not_in_thread",
             ("to_entry_id",),
             body={"to_entry_id": "{victim_entry}"},
@@ -431,7 +431,7 @@ MATRIX: dict[tuple[str, str], list[Attempt]] = {
         Attempt(
             "check out the victim's entry in the actor's thread",
             "threads/{own_thread}/checkout/",
-            400,
+            404,
             "entry_not_in_thread",
             ("entry_id",),
             body={"entry_id": "{victim_branch_entry}"},
@@ -454,7 +454,7 @@ MATRIX: dict[tuple[str, str], list[Attempt]] = {
         Attempt(
             "fork the actor's thread at the victim's entry",
             "threads/{own_thread}/fork/",
-            400,
+            404,
             "entry_not_in_thread",
             ("at_entry_id",),
             body={"at_entry_id": "{victim_entry}"},

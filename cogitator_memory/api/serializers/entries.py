@@ -4,9 +4,32 @@ from typing import Any
 
 from rest_framework import serializers
 
+from cogitator_memory.api.serializers.fields import (
+    EntryContentField,
+    JSONObjectField,
+    QueryBooleanField,
+    QueryIntegerField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictChoiceField,
+    StrictDateTimeField,
+    StrictIntegerField,
+    ToolCallsField,
+    ToolResultsField,
+)
+from cogitator_memory.api.serializers.threads import entry_id_field
 from cogitator_memory.threads.models import Entry, EntryType, Role
+from cogitator_memory.threads.selectors import ENTRY_CURSOR_PATTERN
 
 ENTRY_TYPE_CHOICES = EntryType.choices
+_TYPE_NAMES = "|".join(choice.value for choice in EntryType)
+# "all", or entry types separated by commas.
+TYPES_PATTERN = rf"^(all|({_TYPE_NAMES})(,({_TYPE_NAMES}))*)\Z"
+TYPES_MESSAGE = (
+    "'all', or entry types separated by commas (no spaces): "
+    + ", ".join(choice.value for choice in EntryType)
+    + "."
+)
 
 
 class EntrySerializer(serializers.Serializer):
@@ -36,63 +59,72 @@ class EntrySerializer(serializers.Serializer):
 
 
 class EntryCreateSerializer(serializers.Serializer):
-    type = serializers.ChoiceField(choices=ENTRY_TYPE_CHOICES, default=EntryType.MESSAGE.value)
-    role = serializers.ChoiceField(choices=Role.choices, required=False)
-    content = serializers.JSONField(required=False, help_text="A text or a list of parts.")
-    name = serializers.CharField(max_length=255, required=False)
-    tool_call_id = serializers.CharField(max_length=255, required=False)
-    tool_calls = serializers.ListField(child=serializers.DictField(), required=False)
-    tool_results = serializers.ListField(child=serializers.DictField(), required=False)
-    event = serializers.DictField(required=False)
-    metadata = serializers.DictField(required=False)
-    token_count = serializers.IntegerField(min_value=0, max_value=2**31 - 1, required=False)
-    created_at = serializers.DateTimeField(required=False)
-    parent_id = serializers.CharField(
-        max_length=64,
+    """A new entry. A message needs its role, and content or tool calls; a tool result
+    needs content or tool results; a session event needs its event payload, which no
+    message or tool result carries."""
+
+    type = StrictChoiceField(choices=ENTRY_TYPE_CHOICES, default=EntryType.MESSAGE.value)
+    role = StrictChoiceField(choices=Role.choices, required=False)
+    content = EntryContentField(required=False, help_text="A text or a list of parts.")
+    name = StrictCharField(max_length=255, required=False)
+    tool_call_id = StrictCharField(max_length=255, required=False)
+    tool_calls = ToolCallsField(required=False)
+    tool_results = ToolResultsField(required=False)
+    event = JSONObjectField(required=False, help_text="The payload of a session event.")
+    metadata = JSONObjectField(required=False)
+    token_count = StrictIntegerField(min_value=0, max_value=2**31 - 1, required=False)
+    created_at = StrictDateTimeField(required=False)
+    parent_id = entry_id_field(
         required=False,
         allow_null=True,
         help_text="Absent: after the active leaf. An entry id: on that entry's branch. "
         "null: a new root.",
     )
-    activate = serializers.BooleanField(
+    activate = StrictBooleanField(
         required=False, default=True, help_text="Move the active leaf to the new entry."
     )
 
-    def validate_content(self, value: Any) -> Any:
-        if value is not None and not isinstance(value, str | list):
-            raise serializers.ValidationError("Content must be a text or a list of parts.")
-        return value
-
 
 class EntryListQuerySerializer(serializers.Serializer):
-    types = serializers.CharField(
+    types = StrictCharField(
         required=False,
+        pattern=TYPES_PATTERN,
+        pattern_message=TYPES_MESSAGE,
         help_text="'all', or entry types separated by commas (default: message,tool_result).",
     )
-    limit = serializers.IntegerField(
+    limit = QueryIntegerField(
         min_value=1, max_value=500, required=False, default=50, help_text="Page size."
     )
-    before = serializers.DateTimeField(required=False, help_text="Only entries created before.")
-    after = serializers.DateTimeField(required=False, help_text="Only entries created after.")
-    include_tool_calls = serializers.BooleanField(required=False, default=False)
-    cursor = serializers.CharField(required=False, help_text="next_cursor of the previous page.")
+    before = StrictDateTimeField(required=False, help_text="Only entries created before.")
+    after = StrictDateTimeField(required=False, help_text="Only entries created after.")
+    include_tool_calls = QueryBooleanField(required=False, default=False)
+    cursor = StrictCharField(
+        required=False,
+        pattern=ENTRY_CURSOR_PATTERN.pattern,
+        pattern_message="This cursor was not made by page_entries.",
+        help_text="next_cursor of the previous page: the position before which the page "
+        "ends, `<microseconds since 1970-01-01T00:00:00Z>.<seq>` (created_at and seq of "
+        "the oldest entry seen).",
+    )
 
 
 class EntryPageSerializer(serializers.Serializer):
     results = EntrySerializer(many=True)
-    next_cursor = serializers.CharField(
-        allow_null=True, help_text="Pass as cursor for the page of older entries."
+    next_cursor = StrictCharField(
+        allow_null=True,
+        pattern=ENTRY_CURSOR_PATTERN.pattern,
+        help_text="Pass as cursor for the page of older entries.",
     )
 
 
 class PathQuerySerializer(serializers.Serializer):
-    leaf_id = serializers.CharField(max_length=64, required=False)
-    limit = serializers.IntegerField(min_value=1, max_value=500, required=False, default=50)
-    before = serializers.CharField(
-        max_length=64, required=False, help_text="An entry id: only entries older on the branch."
+    leaf_id = entry_id_field(required=False)
+    limit = QueryIntegerField(min_value=1, max_value=500, required=False, default=50)
+    before = entry_id_field(
+        required=False, help_text="An entry id: only entries older on the branch."
     )
-    types = serializers.CharField(required=False)
-    include_tool_calls = serializers.BooleanField(required=False, default=False)
+    types = StrictCharField(required=False, pattern=TYPES_PATTERN, pattern_message=TYPES_MESSAGE)
+    include_tool_calls = QueryBooleanField(required=False, default=False)
 
 
 class PathPageSerializer(serializers.Serializer):
@@ -103,8 +135,8 @@ class PathPageSerializer(serializers.Serializer):
 
 
 class RedactSerializer(serializers.Serializer):
-    reason = serializers.CharField(max_length=1000, required=False)
-    at = serializers.DateTimeField(required=False)
+    reason = StrictCharField(max_length=1000, required=False)
+    at = StrictDateTimeField(required=False)
 
 
 def parse_types(value: str | None) -> Any:

@@ -4,6 +4,12 @@ from typing import Any
 
 from rest_framework import serializers
 
+from cogitator_memory.api.serializers.fields import (
+    NOT_BLANK_PATTERN,
+    QueryIntegerField,
+    StrictCharField,
+    StrictChoiceField,
+)
 from cogitator_memory.embeddings.types import SearchHit
 from cogitator_memory.search.hybrid import CHANNELS
 
@@ -18,30 +24,35 @@ MAX_LIMIT = 100
 
 
 class SearchQuerySerializer(serializers.Serializer):
-    q = serializers.CharField(max_length=MAX_QUERY_LENGTH, help_text="What to look for.")
-    mode = serializers.ChoiceField(choices=SEARCH_MODES, default=HYBRID, required=False)
-    limit = serializers.IntegerField(
+    q = StrictCharField(
+        max_length=MAX_QUERY_LENGTH,
+        pattern=NOT_BLANK_PATTERN,
+        pattern_message="This field may not be blank.",
+        help_text="What to look for.",
+    )
+    mode = StrictChoiceField(choices=SEARCH_MODES, default=HYBRID, required=False)
+    limit = QueryIntegerField(
         min_value=1, max_value=MAX_LIMIT, default=10, required=False, help_text="Hits returned."
     )
-    agent_id = serializers.CharField(
+    agent_id = StrictCharField(
         max_length=255,
         required=False,
         help_text="Only this agent's embeddings (and shared ones, where the server allows).",
     )
-    thread_id = serializers.CharField(
+    thread_id = StrictCharField(
         max_length=255,
         required=False,
         help_text="Only this thread's embeddings and those of no thread.",
     )
-    user_id = serializers.CharField(
+    user_id = StrictCharField(
         max_length=255,
         required=False,
         help_text="Only this user's embeddings and those of no user.",
     )
-    source_type = serializers.CharField(
+    source_type = StrictCharField(
         max_length=32, required=False, help_text="Only embeddings of this source type."
     )
-    index = serializers.CharField(
+    index = StrictCharField(
         max_length=64, required=False, help_text="Only embeddings of this index (messages, ...)."
     )
 

@@ -1,9 +1,35 @@
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
+from cogitator_memory.api.serializers.fields import (
+    NOT_BLANK_PATTERN,
+    StrictBooleanField,
+    StrictCharField,
+    ThreadMetadataField,
+)
 from cogitator_memory.threads.models import Thread
 from cogitator_memory.threads.validation import THREAD_ID_PATTERN
+
+# THREAD_ID_PATTERN ends in "$", which also lets a trailing newline through.
+THREAD_ID = THREAD_ID_PATTERN.pattern.removesuffix("$") + r"\Z"
+THREAD_ID_MESSAGE = (
+    "A thread id is 1 to 255 characters: letters, digits and _ . : @ -, starting with a "
+    "letter or digit."
+)
+ENTRY_ID_MAX_LENGTH = 64
+
+
+def thread_id_field(**kwargs: Any) -> StrictCharField:
+    return StrictCharField(
+        pattern=THREAD_ID, pattern_message=THREAD_ID_MESSAGE, max_length=255, **kwargs
+    )
+
+
+def entry_id_field(**kwargs: Any) -> StrictCharField:
+    return StrictCharField(max_length=ENTRY_ID_MAX_LENGTH, **kwargs)
 
 
 class ThreadSerializer(serializers.ModelSerializer):
@@ -16,19 +42,22 @@ class ThreadSerializer(serializers.ModelSerializer):
 
 
 class ThreadCreateSerializer(serializers.Serializer):
-    id = serializers.RegexField(
-        THREAD_ID_PATTERN,
+    id = thread_id_field(
         required=False,
         help_text="Optional: an id of your own. With the id of a thread you can see, the "
         "call is an upsert that merges the metadata and keeps the entries.",
     )
-    agent_id = serializers.CharField(max_length=255)
-    metadata = serializers.DictField(required=False, default=dict)
+    agent_id = StrictCharField(
+        max_length=255,
+        pattern=NOT_BLANK_PATTERN,
+        pattern_message="An agent id is a text of at most 255 characters, not only spaces.",
+    )
+    metadata = ThreadMetadataField(required=False, default=dict)
 
 
 class ThreadUpdateSerializer(serializers.Serializer):
-    metadata = serializers.DictField()
-    replace = serializers.BooleanField(
+    metadata = ThreadMetadataField()
+    replace = StrictBooleanField(
         required=False, default=False, help_text="Replace the metadata instead of merging."
     )
 
@@ -40,13 +69,13 @@ class ThreadPageSerializer(serializers.Serializer):
 
 
 class ForkSerializer(serializers.Serializer):
-    at_entry_id = serializers.CharField(max_length=64)
-    new_thread_id = serializers.RegexField(THREAD_ID_PATTERN, required=False)
+    at_entry_id = entry_id_field()
+    new_thread_id = thread_id_field(required=False)
 
 
 class RewindSerializer(serializers.Serializer):
-    to_entry_id = serializers.CharField(max_length=64)
+    to_entry_id = entry_id_field()
 
 
 class CheckoutSerializer(serializers.Serializer):
-    entry_id = serializers.CharField(max_length=64)
+    entry_id = entry_id_field()
