@@ -19,7 +19,7 @@ from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.embeddings.stores.pgvector import PgVectorEmbeddingStore
 from cogitator_memory.embeddings.types import NewEmbedding
 from cogitator_memory.management.commands import vector_indexes
-from tests.embeddings.pgvector_support import drop_indexes
+from tests.embeddings.pgvector_support import drop_indexes, index_is_valid
 
 TABLE = Embedding._meta.db_table
 
@@ -252,4 +252,55 @@ def test_create_prints_the_phase_of_a_build_while_it_waits_for_writers(
         assert out.getvalue().endswith("Every size has its index.\n")
     finally:
         builder.join(timeout=60)
+        drop_indexes("cm_emb_hnsw_3")
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_build_is_reported_and_the_next_create_builds_the_index_again(
+    pgvector_configured: None,
+) -> None:
+    # given: a writer's open transaction, and a build that gives up waiting for it
+    get_embedding_store().add([new("x", [1, 0, 0])])
+    locked, release = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(f"LOCK TABLE {TABLE} IN ROW EXCLUSIVE MODE")
+                locked.set()
+                release.wait(timeout=60)
+        finally:
+            connection.close()
+
+    blocker = threading.Thread(target=writer)
+    blocker.start()
+    try:
+        assert locked.wait(timeout=30)
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '200ms'")
+
+        # when
+        with pytest.raises(CommandError) as raised:
+            run("--create")
+        release.set()
+        blocker.join(timeout=60)
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+        left = index_is_valid("cm_emb_hnsw_3")
+        again = run("--create")
+
+        # then
+        assert str(raised.value) == (
+            "Building cm_emb_hnsw_3 failed: canceling statement due to lock timeout\n"
+            "A half-built index is left invalid (no search uses it); --create drops and "
+            "builds it again."
+        )
+        assert left is False
+        assert "         3             1  cm_emb_hnsw_3       invalid\n" in again
+        assert "Building cm_emb_hnsw_3 (3 dimensions, 1 row) concurrently...\n" in again
+        assert index_is_valid("cm_emb_hnsw_3") is True
+    finally:
+        release.set()
+        blocker.join(timeout=60)
         drop_indexes("cm_emb_hnsw_3")

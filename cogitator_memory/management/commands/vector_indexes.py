@@ -45,8 +45,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--check",
             action="store_true",
-            help="Exit with status 1 when an index is missing (after --create: one that "
-            "could not be built).",
+            help="Exit with status 1 when an index is missing (with --create: still "
+            "missing after it).",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -127,6 +127,12 @@ class Command(BaseCommand):
             raise CommandError(
                 f"Interrupted: {state.name} is left invalid (no search uses it); "
                 "--create drops and builds it again."
+            ) from error
+        except DatabaseError as error:
+            raise CommandError(
+                f"Building {state.name} failed: {error}".rstrip()
+                + "\nA half-built index is left invalid (no search uses it); --create drops "
+                "and builds it again."
             ) from error
         finally:
             printer.stop()
