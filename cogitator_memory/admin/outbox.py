@@ -1,0 +1,59 @@
+"""Outbox messages in the admin: what a store outside the database still has to do.
+
+Read-only: a message is written with the change it follows and deleted once carried out.
+"Publish now" carries the chosen messages out at once (after an outage was fixed, say),
+through the same service the sweeper task calls.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from cogitator_memory.outbox import services as outbox
+from cogitator_memory.outbox.models import OutboxMessage
+
+
+@admin.register(OutboxMessage)
+class OutboxMessageAdmin(admin.ModelAdmin):
+    list_display = ("id", "topic", "attempts", "next_attempt_at", "created_at", "last_error")
+    list_filter = ("topic",)
+    ordering = ("id",)
+    readonly_fields = (
+        "topic",
+        "payload",
+        "attempts",
+        "next_attempt_at",
+        "created_at",
+        "last_error",
+    )
+    actions = ["publish_now"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: OutboxMessage | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: OutboxMessage | None = None) -> bool:
+        # Deleting a message would drop a change a store still owes.
+        return False
+
+    def has_publish_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_active and request.user.is_superuser)
+
+    @admin.action(description=_("Publish the selected messages now"), permissions=["publish"])
+    def publish_now(self, request: HttpRequest, queryset: QuerySet[OutboxMessage]) -> None:
+        ids = list(queryset.values_list("pk", flat=True))
+        OutboxMessage.objects.filter(pk__in=ids).update(next_attempt_at=timezone.now())
+        result = outbox.publish(ids)
+        level = messages.SUCCESS if not result.failed else messages.WARNING
+        self.message_user(
+            request,
+            _("%(done)d done, %(failed)d failed again (retried later).")
+            % {"done": result.done, "failed": result.failed},
+            level,
+        )
