@@ -292,11 +292,14 @@ MATRIX: dict[tuple[str, str], list[Attempt]] = {
             body={"id": "{victim_thread}", "agent_id": "{own_agent}", "metadata": {"x": 1}},
             compare_with_missing=False,
         ),
+        # The grant is checked before the id is looked up: the same refusal whether or not
+        # the id is taken (tests/test_reported_defects.py compares the two; the missing-row
+        # comparison here would name another agent in the message).
         Attempt(
             "upsert the victim's thread by id, as the victim's agent",
             "threads/",
-            409,
-            "thread_id_unavailable",
+            403,
+            "permission_denied",
             body={
                 "id": "{victim_thread}",
                 "agent_id": "{victim_agent}",
