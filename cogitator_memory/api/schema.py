@@ -112,10 +112,13 @@ class ThreadMetadataFieldScheme(OpenApiSerializerFieldExtension):
 
     def map_serializer_field(self, auto_schema: AutoSchema, direction: Any) -> Any:
         user_id = {**TEXT, "minLength": 1, "maxLength": USER_ID_MAX_LENGTH}
+        # patternProperties rather than properties: schemathesis reads a property named
+        # like userId as a reference to a resource no operation makes, and would not
+        # start its stateful runs from thread creation.
         return {
             "allOf": [_component_ref(auto_schema, JSON_OBJECT)],
-            "properties": {
-                USER_ID_KEY: append_meta(
+            "patternProperties": {
+                f"^{USER_ID_KEY}$": append_meta(
                     user_id,
                     {"nullable": True, "description": "The user the thread belongs to."},
                 )
@@ -199,6 +202,9 @@ PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "thread_id": {"type": "string", "pattern": schema_pattern(THREAD_ID)},
     "entry_id": {"minLength": 1, "maxLength": ENTRY_ID_MAX_LENGTH, **TEXT},
 }
+# Operations whose body must be given: without one it is {}, which they refuse (drf-spectacular
+# requires a body only of a serializer with required fields).
+REQUIRED_BODIES = {"memory_threads_entries_create"}
 BODY_ERRORS = {
     "413": "The body is larger than the server accepts.",
     "415": "The body is not JSON (Content-Type application/json).",
@@ -210,32 +216,36 @@ THREAD_OF_ENTRY = "$response.body#/thread_id"
 ACTIVE_LEAF_ID = "$response.body#/active_leaf_id"
 
 
-def _thread_links() -> dict[str, dict[str, Any]]:
-    """Links from an answer holding a thread to the operations on that thread."""
+def _thread_links(*, with_entries: bool) -> dict[str, dict[str, Any]]:
+    """Links from an answer holding a thread to the operations on that thread; those that
+    name an entry only ``with_entries`` (a new thread has none)."""
     path = {"path.thread_id": ID}
-    return {
+    links = {
         "ReadThread": {"operationId": "memory_threads_retrieve", "parameters": path},
         "UpdateThread": {"operationId": "memory_threads_partial_update", "parameters": path},
         "DeleteThread": {"operationId": "memory_threads_destroy", "parameters": path},
         "ListEntries": {"operationId": "memory_threads_entries_list", "parameters": path},
         "AddEntry": {"operationId": "memory_threads_entries_create", "parameters": path},
         "ReadBranch": {"operationId": "memory_threads_path", "parameters": path},
-        "Rewind": {
+    }
+    at_active_leaf = {
+        "RewindToActiveLeaf": {
             "operationId": "memory_threads_rewind",
             "parameters": path,
             "requestBody": {"to_entry_id": ACTIVE_LEAF_ID},
         },
-        "Checkout": {
+        "CheckOutActiveLeaf": {
             "operationId": "memory_threads_checkout",
             "parameters": path,
             "requestBody": {"entry_id": ACTIVE_LEAF_ID},
         },
-        "Fork": {
+        "ForkAtActiveLeaf": {
             "operationId": "memory_threads_fork",
             "parameters": path,
             "requestBody": {"at_entry_id": ACTIVE_LEAF_ID},
         },
     }
+    return {**links, **at_active_leaf} if with_entries else links
 
 
 def _entry_links() -> dict[str, dict[str, Any]]:
@@ -275,9 +285,11 @@ def _entry_links() -> dict[str, dict[str, Any]]:
 
 # (operationId, status) -> the links of that answer.
 LINKS: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
-    ("memory_threads_create", "201"): _thread_links(),
-    ("memory_threads_create", "200"): _thread_links(),
-    ("memory_threads_fork", "201"): _thread_links(),
+    ("memory_threads_create", "201"): _thread_links(with_entries=False),
+    ("memory_threads_create", "200"): _thread_links(with_entries=True),
+    ("memory_threads_fork", "201"): _thread_links(with_entries=True),
+    ("memory_threads_rewind", "200"): _thread_links(with_entries=True),
+    ("memory_threads_checkout", "200"): _thread_links(with_entries=True),
     ("memory_threads_entries_create", "201"): _entry_links(),
     ("memory_entries_redact", "200"): _entry_links(),
 }
@@ -303,6 +315,8 @@ def postprocess_schema(
                 # An object in a query is one parameter of JSON text, not key=value pairs.
                 parameter["content"] = {"application/json": {"schema": parameter.pop("schema")}}
         responses = operation.setdefault("responses", {})
+        if operation.get("operationId") in REQUIRED_BODIES:
+            operation["requestBody"]["required"] = True
         if "requestBody" in operation:
             for status, description in BODY_ERRORS.items():
                 error = {"application/json": {"schema": ERROR_REF}}

@@ -10,12 +10,9 @@ from django.db import connection
 
 from cogitator_memory.embeddings.models import Embedding
 from cogitator_memory.embeddings.stores.exact import ExactEmbeddingStore
-from cogitator_memory.embeddings.stores.pgvector import (
-    PgVectorEmbeddingStore,
-    VectorsUnavailable,
-)
+from cogitator_memory.embeddings.stores.pgvector import PgVectorEmbeddingStore
 from cogitator_memory.embeddings.types import EmbeddingFilter, NewEmbedding, VectorStatus
-from cogitator_memory.exceptions import InvalidInput
+from cogitator_memory.exceptions import InvalidInput, VectorSearchUnavailable
 from tests.embeddings.pgvector_support import (
     TABLE,
     index_definition,
@@ -345,21 +342,21 @@ def test_vector_status_reports_stored_vectors_of_another_size_than_configured() 
     )
 
 
-def test_search_of_a_store_configured_for_another_size_raises_vectors_unavailable() -> None:
+def test_search_of_a_store_configured_for_another_size_raises_vector_search_unavailable() -> None:
     # given
     PgVectorEmbeddingStore().add([new("old", [1, 0, 0, 0])])
     store = PgVectorEmbeddingStore(dimensions=8)
 
     # when
-    with pytest.raises(VectorsUnavailable) as raised:
+    with pytest.raises(VectorSearchUnavailable) as raised:
         store.search([1.0] * 8)
 
     # then
     assert str(raised.value) == (
         "Vector search is unavailable: stored embeddings have 4 dimensions; "
-        "the store is configured for 8"
+        "the store is configured for 8."
     )
-    assert raised.value.code == "vectors_unavailable"
+    assert raised.value.code == "vector_search_unavailable"
 
 
 def test_a_column_created_with_a_fixed_size_keeps_it_and_reports_another_configured_size() -> None:
@@ -377,7 +374,7 @@ def test_a_column_created_with_a_fixed_size_keeps_it_and_reports_another_configu
         dimensions=8,
         reason="the embedding column holds vector(4); the store is configured for 8 dimensions",
     )
-    with pytest.raises(VectorsUnavailable, match=r"column holds vector\(4\)"):
+    with pytest.raises(VectorSearchUnavailable, match=r"column holds vector\(4\)"):
         store.search([1.0] * 8)
 
 

@@ -26,8 +26,9 @@ from django.db import connection
 
 from cogitator_memory.embeddings.models import Embedding
 from cogitator_memory.embeddings.schema import VectorSupport, ensure_vector_column, vector_support
-from cogitator_memory.embeddings.stores.pgvector import PgVectorEmbeddingStore, VectorsUnavailable
+from cogitator_memory.embeddings.stores.pgvector import PgVectorEmbeddingStore
 from cogitator_memory.embeddings.types import EmbeddingFilter, NewEmbedding, VectorStatus
+from cogitator_memory.exceptions import VectorSearchUnavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER_URL = "postgres://postgres@127.0.0.1:5432"
@@ -41,7 +42,8 @@ LEAKING_VARIABLES = ("DATABASE_URL", "DJANGO_SETTINGS_MODULE", "COGITATOR_TEST_D
 CHECKS = r"""
 import json, traceback
 from cogitator_memory.embeddings.registry import get_embedding_store
-from cogitator_memory.embeddings.stores.pgvector import PgVectorEmbeddingStore, VectorsUnavailable
+from cogitator_memory.embeddings.stores.pgvector import PgVectorEmbeddingStore
+from cogitator_memory.exceptions import VectorSearchUnavailable
 from cogitator_memory.embeddings.types import NewEmbedding
 from cogitator_memory.threads import selectors, services
 
@@ -62,7 +64,7 @@ def pgvector_search():
     try:
         store.search([1.0, 0.0])
         error = None
-    except VectorsUnavailable as exc:
+    except VectorSearchUnavailable as exc:
         error = {"code": exc.code, "message": exc.message}
     return {"available": status.available, "reason": status.reason, "error": error}
 
@@ -203,8 +205,8 @@ def test_the_pgvector_store_on_a_server_without_pgvector_names_the_reason(
         "available": False,
         "reason": NO_EXTENSION,
         "error": {
-            "code": "vectors_unavailable",
-            "message": f"Vector search is unavailable: {NO_EXTENSION}",
+            "code": "vector_search_unavailable",
+            "message": f"Vector search is unavailable: {NO_EXTENSION}.",
         },
     }
 
@@ -295,18 +297,18 @@ def test_without_the_extension_vector_status_reports_why(extension_dropped: None
 
 
 @pytest.mark.postgres_only
-def test_without_the_extension_search_raises_vectors_unavailable_naming_the_reason(
+def test_without_the_extension_search_raises_vector_search_unavailable_naming_the_reason(
     extension_dropped: None,
 ) -> None:
     # given
     store = PgVectorEmbeddingStore()
 
     # when
-    with pytest.raises(VectorsUnavailable) as raised:
+    with pytest.raises(VectorSearchUnavailable) as raised:
         store.search([1.0, 0.0], filter=EmbeddingFilter(agent_id="a1"))
 
     # then
-    assert raised.value.message == f"Vector search is unavailable: {NO_EXTENSION}"
+    assert raised.value.message == f"Vector search is unavailable: {NO_EXTENSION}."
     assert raised.value.reason == NO_EXTENSION
 
 
@@ -337,7 +339,7 @@ def test_without_the_column_search_names_the_missing_column(db: None) -> None:
     store = PgVectorEmbeddingStore()
 
     # when
-    with pytest.raises(VectorsUnavailable) as raised:
+    with pytest.raises(VectorSearchUnavailable) as raised:
         store.search([1.0, 0.0])
 
     # then

@@ -208,7 +208,7 @@ def test_without_the_extension_the_command_fails_naming_the_reason(
 
     # then
     assert str(raised.value) == (
-        "Vector search is unavailable: the pgvector extension is not installed in this database"
+        "Vector search is unavailable: the pgvector extension is not installed in this database."
     )
 
 

@@ -598,6 +598,4 @@ def test_get_entries_with_a_bad_limit_is_refused(tree: Tree, limit: Any) -> None
         selectors.get_entries("main", limit=limit)
 
     # then
-    assert caught.value.errors == {
-        "limit": ["limit must be a whole number of 0 or more."]
-    }
+    assert caught.value.errors == {"limit": ["limit must be a whole number of 0 or more."]}

@@ -24,7 +24,7 @@ still gets every matching row (as long as the index scan finds them within pgvec
 A store configured for D dimensions reports stored vectors of other sizes, or a column
 created with a fixed other size, in ``vector_status()`` and refuses to search, instead of
 failing each search with a database error. Without the extension (or the column) rows
-are still added, read and deleted as bytes; ``search`` raises ``VectorsUnavailable``
+are still added, read and deleted as bytes; ``search`` raises ``VectorSearchUnavailable``
 naming the reason, which ``vector_status()`` also reports. Rows stored then get their
 native vectors from ``sync_native_column()`` once the extension is back
 (``ensure_vector_column``).
@@ -86,7 +86,6 @@ from cogitator_memory.embeddings.stores.pgvector_native import (
     WRITE_BATCH_SIZE,
     NativeState,
     NativeVector,
-    VectorsUnavailable,
     check_native,
     cosine_distance,
     read_native_state,
@@ -99,9 +98,10 @@ from cogitator_memory.embeddings.types import (
     SearchHit,
     VectorStatus,
 )
-from cogitator_memory.exceptions import InvalidInput
+from cogitator_memory.exceptions import InvalidInput, VectorSearchUnavailable
+from cogitator_memory.limits import check_limit
 
-__all__ = ["PgVectorEmbeddingStore", "VectorsUnavailable"]
+__all__ = ["PgVectorEmbeddingStore", "VectorSearchUnavailable"]
 
 # hnsw.ef_search accepts 1..1000; pgvector's default is 40.
 MIN_EF_SEARCH = 40
@@ -190,7 +190,7 @@ class PgVectorEmbeddingStore(DatabaseEmbeddingStore):
             with transaction.atomic(using=connection.alias):
                 state = read_native_state(connection)
                 if not state.available:
-                    raise VectorsUnavailable(unavailable_reason(connection, state))
+                    raise VectorSearchUnavailable(unavailable_reason(connection, state))
                 rows = Embedding.objects.using(connection.alias).filter(
                     IsNull(NativeVector(), True), dimensions__lte=MAX_VECTOR_DIMENSIONS
                 )
@@ -243,12 +243,12 @@ class PgVectorEmbeddingStore(DatabaseEmbeddingStore):
 
     def index_states(self, dimensions: Iterable[int] | None = None) -> list[IndexState]:
         """The index of each size, smallest first: of the sizes given, or else of every
-        stored size and the configured one. Raises ``VectorsUnavailable`` when the
+        stored size and the configured one. Raises ``VectorSearchUnavailable`` when the
         database has no native column."""
         connection = self._connection()
         state = read_native_state(connection)
         if not state.available:
-            raise VectorsUnavailable(unavailable_reason(connection, state))
+            raise VectorSearchUnavailable(unavailable_reason(connection, state))
         counted = (
             Embedding.objects.using(connection.alias)
             .values_list("dimensions")
@@ -291,8 +291,7 @@ class PgVectorEmbeddingStore(DatabaseEmbeddingStore):
     ) -> list[SearchHit]:
         """The ``limit`` embeddings most similar to ``vector`` (cosine), best first,
         among those of its dimension that ``filter`` admits."""
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise InvalidInput({"limit": "limit must be a whole number of 1 or more."})
+        check_limit(limit)
         query = check_vector(vector)
         if self.dimensions is not None and query.size != self.dimensions:
             raise InvalidInput(
@@ -309,12 +308,12 @@ class PgVectorEmbeddingStore(DatabaseEmbeddingStore):
                 ef_search=min(MAX_EF_SEARCH, max(self.min_ef_search, limit)),
             )
             if not state.available:
-                raise VectorsUnavailable(unavailable_reason(connection, state))
+                raise VectorSearchUnavailable(unavailable_reason(connection, state))
             mismatch = self._mismatch(state, self._stored_dimensions(connection, state))
             if mismatch:
-                raise VectorsUnavailable(mismatch)
+                raise VectorSearchUnavailable(mismatch)
             if not state.fits_column(query.size):
-                raise VectorsUnavailable(
+                raise VectorSearchUnavailable(
                     f"the embedding column holds vector({state.column_size}); the query has "
                     f"{query.size} dimensions"
                 )

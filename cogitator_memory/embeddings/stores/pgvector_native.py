@@ -19,7 +19,7 @@ from pgvector.django import CosineDistance, HalfVectorField, VectorField
 
 from cogitator_memory.embeddings.models import Embedding
 from cogitator_memory.embeddings.schema import VECTOR_COLUMN, vector_support
-from cogitator_memory.exceptions import Conflict, InvalidInput
+from cogitator_memory.exceptions import InvalidInput
 
 # pgvector's limits: HNSW indexes vector up to 2,000 dimensions and halfvec up to 4,000;
 # the vector type itself holds at most 16,000.
@@ -33,17 +33,6 @@ ITERATIVE_SCAN_VERSION = (0, 8, 0)
 # Rows per UPDATE of the native column: one statement per batch, a few MB of text.
 WRITE_BATCH_SIZE = 500
 FLOAT32_TEXT = "{:.9g}"
-
-
-class VectorsUnavailable(Conflict):
-    """Vectors cannot be searched here; ``reason`` says why (no extension, no column, or
-    stored vectors of another size than the store is configured for)."""
-
-    code = "vectors_unavailable"
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"Vector search is unavailable: {reason}")
-        self.reason = reason
 
 
 def vector_text(vector: np.ndarray) -> str:

@@ -59,10 +59,8 @@ class Command(BaseCommand):
         self.handle_pgvector(store, options)  # type: ignore[arg-type]
 
     def handle_pgvector(self, store: PgVectorEmbeddingStore, options: dict[str, Any]) -> None:
-        from cogitator_memory.embeddings.stores.pgvector_native import (
-            MAX_VECTOR_DIMENSIONS,
-            VectorsUnavailable,
-        )
+        from cogitator_memory.embeddings.stores.pgvector_native import MAX_VECTOR_DIMENSIONS
+        from cogitator_memory.exceptions import VectorSearchUnavailable
 
         sizes: list[int] | None = options["dimensions"]
         for size in sizes or ():
@@ -70,7 +68,7 @@ class Command(BaseCommand):
                 raise CommandError(f"--dimensions must lie within 1..{MAX_VECTOR_DIMENSIONS}.")
         try:
             states = store.index_states(sizes)
-        except VectorsUnavailable as error:
+        except VectorSearchUnavailable as error:
             raise CommandError(error.message) from error
         self.write_table(states)
         if options["create"]:
