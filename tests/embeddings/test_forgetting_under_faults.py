@@ -12,6 +12,7 @@ the transaction itself, whatever the broker does.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -125,7 +126,7 @@ def test_qdrant_down_leaves_an_outbox_that_the_sweeper_finishes(
     assert searched(u2) == {moved.pk}
 
 
-def test_a_sweep_before_the_backoff_ends_leaves_the_message_alone(
+def test_a_failed_message_backs_off_and_a_sweep_leaves_it_until_due(
     qdrant: None, committed: Callable[[], Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # given a delete whose publication failed once
@@ -137,13 +138,18 @@ def test_a_sweep_before_the_backoff_ends_leaves_the_message_alone(
     with committed():
         services.delete_entry(entry.pk)
     monkeypatch.undo()
-    # when the sweeper runs at once
-    result = sweep_outbox_task.apply().get()
-    # then the message waits for its next attempt
-    assert result == {"done": 0, "failed": 0}
+    # then its next attempt is put off (2 s after a first failure, doubling per attempt)
     [message] = OutboxMessage.objects.all()
-    assert message.next_attempt_at > timezone.now()
-    assert "Outage" in message.last_error
+    assert (message.attempts, message.last_error) == (1, "Outage: ")
+    assert message.next_attempt_at >= message.created_at + timedelta(seconds=2)
+    assert message.next_attempt_at <= timezone.now() + timedelta(seconds=2)
+    # when the sweeper runs while the message is not yet due (a later attempt's backoff)
+    OutboxMessage.objects.update(next_attempt_at=timezone.now() + timedelta(minutes=5))
+    result = sweep_outbox_task.apply().get()
+    # then it is left for later, and the point is still there
+    assert result == {"done": 0, "failed": 0}
+    assert OutboxMessage.objects.count() == 1
+    assert point_sources() == {entry.pk}
 
 
 def test_with_the_vectors_in_the_database_they_go_in_the_transaction(
