@@ -54,7 +54,9 @@ DEFAULTS: dict[str, Any] = {
         "PROVIDER": None,
         "MODEL": None,
         # The vector size; None takes the model's own. A store that finds vectors of
-        # another size stored reports the mismatch in vector_status().
+        # another size stored reports the mismatch in vector_status(). On pgvector, migrate
+        # builds the HNSW index of the size set here; a size set (or first stored) later
+        # needs manage.py vector_indexes --create.
         "DIMENSIONS": None,
         "API_KEY": None,
         "BASE_URL": None,
