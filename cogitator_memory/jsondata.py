@@ -47,6 +47,12 @@ def text_problem(text: str) -> str | None:
     return None
 
 
+def storable_text(value: object) -> bool:
+    """Whether ``value`` is a text both databases can store and look up (an id a caller
+    gives, say); lookups of anything else find nothing instead of failing."""
+    return isinstance(value, str) and text_problem(value) is None
+
+
 def json_problem(value: Any, *, depth: int = 0) -> str | None:
     """Why ``value`` cannot be stored as JSON, or None."""
     if depth > MAX_DEPTH:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from cogitator_memory import policy
 from cogitator_memory.exceptions import EntryNotFound, ThreadNotFound
+from cogitator_memory.jsondata import storable_text
 from cogitator_memory.scope import Scope
 from cogitator_memory.threads.models import Entry, Thread
 
@@ -20,7 +21,7 @@ def lock_thread(thread_id: str, *, scope: Scope | None = None) -> Thread:
     ``scope`` may not see it."""
     thread = (
         Thread.objects.select_for_update().filter(pk=thread_id).first()
-        if isinstance(thread_id, str)
+        if storable_text(thread_id)
         else None
     )
     if thread is None or not policy.can_see(scope, thread.agent_id, thread.user_id):
@@ -34,7 +35,7 @@ def lock_entry_thread(entry_id: str, *, scope: Scope | None = None) -> tuple[Thr
     may not see its thread."""
     thread_id = (
         Entry.objects.filter(pk=entry_id).values_list("thread_id", flat=True).first()
-        if isinstance(entry_id, str)
+        if storable_text(entry_id)
         else None
     )
     if thread_id is None:

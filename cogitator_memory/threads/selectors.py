@@ -12,6 +12,7 @@ from django.db.models import Q
 
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import EntryNotInThread, InvalidInput, ThreadNotFound
+from cogitator_memory.jsondata import storable_text
 from cogitator_memory.limits import check_limit
 from cogitator_memory.scope import Scope
 from cogitator_memory.threads.models import Entry, EntryType, Thread
@@ -46,7 +47,7 @@ class ThreadPage:
 
 def get_thread(thread_id: str) -> Thread | None:
     """The thread with this id, or None."""
-    if not isinstance(thread_id, str):
+    if not storable_text(thread_id):
         return None
     return Thread.objects.filter(pk=thread_id).first()
 
@@ -291,7 +292,7 @@ def page_entries(
 
 def get_entry(entry_id: str) -> Entry | None:
     """The entry with this id, or None."""
-    if not isinstance(entry_id, str):
+    if not storable_text(entry_id):
         return None
     return Entry.objects.filter(pk=entry_id).first()
 
@@ -348,7 +349,7 @@ def entry_in_thread(entry_id: Any, thread_id: str, *, field: str) -> Entry:
     ``field`` when it is missing or belongs to another thread."""
     entry = (
         Entry.objects.filter(pk=entry_id, thread_id=thread_id).first()
-        if isinstance(entry_id, str)
+        if storable_text(entry_id)
         else None
     )
     if entry is None:

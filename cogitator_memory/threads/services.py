@@ -31,6 +31,7 @@ from cogitator_memory.exceptions import (
     ThreadIdUnavailable,
     ThreadNotFound,
 )
+from cogitator_memory.jsondata import storable_text
 from cogitator_memory.scope import Scope, thread_owner
 from cogitator_memory.threads.branches import checkout, fork_thread, rewind
 from cogitator_memory.threads.entry_sql import (
@@ -264,6 +265,8 @@ def add_entry(
         token_count=token_count,
         created_at=created_at,
     )
+    if not storable_text(thread_id):
+        raise ThreadNotFound(str(thread_id))
     connection = entry_connection()
     sql = statements(connection)
     # One cursor for the three or four statements of the write.
@@ -275,7 +278,7 @@ def add_entry(
             resolved_parent = state.active_leaf_id
         elif parent_id is None:
             resolved_parent = None
-        elif isinstance(parent_id, str) and parent_is_in_thread(cursor, sql, parent_id, thread_id):
+        elif storable_text(parent_id) and parent_is_in_thread(cursor, sql, parent_id, thread_id):
             resolved_parent = parent_id
         else:
             raise EntryNotInThread(str(parent_id), thread_id, field="parent_id")

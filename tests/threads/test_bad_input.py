@@ -12,12 +12,14 @@ from typing import Any
 import pytest
 
 from cogitator_memory.exceptions import (
+    EntryNotFound,
     EntryNotInThread,
     InvalidEntry,
     InvalidInput,
     NotOnActiveBranch,
     RedactionRefused,
     ThreadAlreadyExists,
+    ThreadNotFound,
 )
 from cogitator_memory.threads import selectors, services
 from cogitator_memory.threads.models import FORKS_KEY, Entry, EntryType, Thread
@@ -599,3 +601,26 @@ def test_get_entries_with_a_bad_limit_is_refused(tree: Tree, limit: Any) -> None
 
     # then
     assert caught.value.errors == {"limit": ["limit must be a whole number of 0 or more."]}
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda bad: services.update_thread(bad, {"x": 1}), ThreadNotFound),
+        (lambda bad: services.delete_thread(bad), ThreadNotFound),
+        (lambda bad: services.clear_thread(bad), ThreadNotFound),
+        (lambda bad: services.add_entry(bad, role="user", content="x"), ThreadNotFound),
+        (lambda bad: services.delete_entry(bad), EntryNotFound),
+        (lambda bad: services.rewind(bad, "e"), ThreadNotFound),
+    ],
+    ids=["update", "delete-thread", "clear", "add-entry", "delete-entry", "rewind"],
+)
+@pytest.mark.parametrize("bad", ["t\x00", "\ud800"], ids=["nul", "lone-surrogate"])
+def test_an_id_no_database_can_hold_is_a_missing_object_not_a_database_error(
+    call, error, bad
+) -> None:
+    with pytest.raises(error):
+        call(bad)
+    assert services.redact_entry(bad) is None
+    assert selectors.get_entry(bad) is None
+    assert selectors.get_thread(bad) is None
