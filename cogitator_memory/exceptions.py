@@ -190,9 +190,12 @@ class ThreadIdUnavailable(Conflict):
 
 
 class ServiceFailed(CogitatorMemoryError):
-    """A service the app depends on (an embedding provider, a model) failed."""
+    """A service the app depends on (an embedding provider, a model) failed. ``message``
+    names the service and what it answered (for logs); ``public_message`` is what an API
+    client is told."""
 
     code = "service_failed"
+    public_message = "A service the memory depends on failed; try again later."
 
 
 # --- embeddings and search ---------------------------------------------------------------
@@ -202,6 +205,7 @@ class EmbeddingServiceError(ServiceFailed):
     """An embedding provider failed; the message names the provider and the HTTP status."""
 
     code = "embedding_service_failed"
+    public_message = "The embedding service failed; try again later, or search by keyword."
 
     def __init__(self, provider: str, message: str, *, status: int | None = None) -> None:
         detail = f"{provider} embeddings failed" + (f" (HTTP {status})" if status else "")

@@ -7,6 +7,7 @@ dotted field names (``metadata.userId``).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -24,6 +25,8 @@ from cogitator_memory.exceptions import (
     NotFound,
     ServiceFailed,
 )
+
+logger = logging.getLogger(__name__)
 
 # (error class, HTTP status) in the order they are tried: subclasses first.
 DOMAIN_STATUSES: list[tuple[type[CogitatorMemoryError], int]] = [
@@ -69,6 +72,11 @@ def memory_exception_handler(exc: Exception, context: dict[str, Any]) -> Respons
     """DRF exception handler: typed errors and DRF's own, in one shape."""
     if isinstance(exc, CogitatorMemoryError):
         code = next(s for cls, s in DOMAIN_STATUSES if isinstance(exc, cls))
+        if isinstance(exc, ServiceFailed):
+            # The provider's own answer stays in the log; the client is told what to do.
+            logger.warning("%s: %s", type(exc).__name__, exc.message)
+            set_rollback()
+            return Response(error_body(exc.code, exc.public_message), status=code)
         # InvalidInput and some others (EntryNotInThread, a 404) name the fields to blame.
         carried = getattr(exc, "errors", None)
         errors = carried if isinstance(carried, dict) else {}

@@ -13,8 +13,6 @@ import logging
 from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import status
-from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -27,21 +25,12 @@ from cogitator_memory.api.serializers.search import (
 from cogitator_memory.api.views.base import COMMON_ERRORS, ERROR_400, MemoryAPIView
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.embeddings.types import EmbeddingFilter
-from cogitator_memory.exceptions import EmbeddingServiceError
 from cogitator_memory.search.bm25 import keyword_search
 from cogitator_memory.search.hybrid import KEYWORD, VECTOR, hybrid_search, semantic_search
 
 logger = logging.getLogger(__name__)
 
 SHARED_SETTING = "API_SEARCH_SHARED"
-
-
-class EmbeddingServiceFailed(APIException):
-    """The embedding service failed on the query of a vector search."""
-
-    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
-    default_code = "embedding_service_failed"
-    default_detail = "The embedding service failed; try again later, or search by keyword."
 
 
 ERROR_409 = OpenApiResponse(
@@ -105,11 +94,8 @@ class SearchView(MemoryAPIView):
             hits = keyword_search(params["q"], **options)
             channels = [KEYWORD]
         elif mode == VECTOR:
-            try:
-                hits = semantic_search(params["q"], **options)
-            except EmbeddingServiceError as exc:
-                logger.warning("Vector search failed: %s", exc)
-                raise EmbeddingServiceFailed() from exc
+            # A failing provider is a 503 (ServiceFailed), its answer logged.
+            hits = semantic_search(params["q"], **options)
             channels = [VECTOR]
         else:
             found = hybrid_search(params["q"], **options)
