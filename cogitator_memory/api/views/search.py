@@ -9,7 +9,6 @@ who wrote a row without an owner, nor whether every principal should read it.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
@@ -27,8 +26,6 @@ from cogitator_memory.conf import memory_settings
 from cogitator_memory.embeddings.types import EmbeddingFilter
 from cogitator_memory.search.bm25 import keyword_search
 from cogitator_memory.search.hybrid import KEYWORD, VECTOR, hybrid_search, semantic_search
-
-logger = logging.getLogger(__name__)
 
 SHARED_SETTING = "API_SEARCH_SHARED"
 
