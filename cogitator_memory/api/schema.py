@@ -7,10 +7,10 @@ parts drf-spectacular cannot see are written here:
 - the JSON values the API stores (metadata, event payloads, content parts, tool calls):
   any JSON whose texts, keys included, hold no NUL (``JSONValue``, ``JSONObject``);
 - what each entry type needs (``EntryCreateScheme``);
-- ``postprocess_schema``, a ``POSTPROCESSING_HOOKS`` entry: JSON-object query
-  parameters as ``content: application/json``, the 413 and 415 of every operation that
-  takes a body, and the links from the operations that create threads and entries to
-  those that use their ids.
+- ``postprocess_schema``, a ``POSTPROCESSING_HOOKS`` entry: what a path id can be,
+  JSON-object query parameters as ``content: application/json``, the answers given before
+  a view runs (406; 413 and 415 of every operation that takes a body), and the links from
+  the operations that create threads and entries to those that use their ids.
 
 The schema is OpenAPI 3.1 (``SPECTACULAR_SETTINGS["OAS_VERSION"] = "3.1.0"``): 3.0 has no
 ``propertyNames``, which is how object keys are described.
@@ -209,6 +209,10 @@ BODY_ERRORS = {
     "413": "The body is larger than the server accepts.",
     "415": "The body is not JSON (Content-Type application/json).",
 }
+# Answers any operation can give before its view runs.
+EVERY_OPERATION_ERRORS = {
+    "406": "The Accept header names no type the API answers in (application/json).",
+}
 
 # Runtime expressions of links.
 ID = "$response.body#/id"
@@ -317,10 +321,10 @@ def postprocess_schema(
         responses = operation.setdefault("responses", {})
         if operation.get("operationId") in REQUIRED_BODIES:
             operation["requestBody"]["required"] = True
-        if "requestBody" in operation:
-            for status, description in BODY_ERRORS.items():
-                error = {"application/json": {"schema": ERROR_REF}}
-                responses.setdefault(status, {"description": description, "content": error})
+        errors = {**EVERY_OPERATION_ERRORS, **(BODY_ERRORS if "requestBody" in operation else {})}
+        for status, description in errors.items():
+            error = {"application/json": {"schema": ERROR_REF}}
+            responses.setdefault(status, {"description": description, "content": error})
         for status, response in responses.items():
             links = LINKS.get((operation.get("operationId", ""), status))
             if links:

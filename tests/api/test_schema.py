@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,11 @@ import yaml
 from django.core.management import call_command
 from django.test import Client
 from django.urls import URLPattern, reverse
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cogitator_memory.api import urls as api_urls
+from cogitator_memory.threads import selectors, services
 
 SCHEMA_URL = "/api/schema/"
 ERROR_REF = "#/components/schemas/Error"
@@ -222,3 +226,232 @@ def test_the_documentation_page_is_served_as_html_reading_the_schema(
     assert response["Content-Type"].startswith("text/html")
     assert marker in response.content.lower()
     assert SCHEMA_URL.encode() in response.content
+
+
+# --- what makes the schema exact ---------------------------------------------------------
+
+
+def test_the_schema_is_openapi_3_1(schema: dict[str, Any]) -> None:
+    # given / when / then: 3.1 schemas are JSON Schema, which can describe object keys
+    assert schema["openapi"].startswith("3.1.")
+
+
+@pytest.mark.parametrize(
+    ("path", "method"), [(p, m) for p, m in ROUTED_OPERATIONS if m in {"post", "patch", "put"}]
+)
+def test_each_write_documents_a_body_too_large_and_not_json(
+    schema: dict[str, Any], path: str, method: str
+) -> None:
+    # given
+    operation = operation_of(schema, path, method)
+    # when
+    documented = set(operation["responses"])
+    # then
+    assert {"406", "413", "415"} <= documented
+
+
+def resolved(schema: dict[str, Any], node: Any) -> Any:
+    """``node`` with a top-level ``$ref`` followed."""
+    while isinstance(node, dict) and "$ref" in node:
+        node = schema["components"]["schemas"][node["$ref"].rsplit("/", 1)[1]]
+    return node
+
+
+def plain_texts(schema: dict[str, Any], node: Any, where: str, seen: set[str]) -> Iterator[Any]:
+    """(where, schema) of every string schema in ``node`` that is neither an enum nor a
+    format, following references once each."""
+    if isinstance(node, list):
+        for index, item in enumerate(node):
+            yield from plain_texts(schema, item, f"{where}[{index}]", seen)
+        return
+    if not isinstance(node, dict):
+        return
+    if "$ref" in node:
+        if node["$ref"] in seen:
+            return
+        seen.add(node["$ref"])
+        yield from plain_texts(schema, resolved(schema, node), node["$ref"], seen)
+        return
+    types = node.get("type", [])
+    types = [types] if isinstance(types, str) else types
+    if "string" in types and "enum" not in node and "format" not in node:
+        yield where, node
+    for key, value in node.items():
+        if key in {"properties", "patternProperties"}:
+            for name, child in value.items():
+                yield from plain_texts(schema, child, f"{where}.{name}", seen)
+        elif isinstance(value, dict | list) and key not in {"enum", "required", "default"}:
+            yield from plain_texts(schema, value, f"{where}/{key}", seen)
+
+
+def request_texts(schema: dict[str, Any]) -> Iterator[Any]:
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            label = f"{method.upper()} {path}"
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+            if body:
+                yield from plain_texts(schema, body["schema"], f"{label} body", set())
+            for parameter in operation.get("parameters", []):
+                described = parameter.get("schema") or parameter["content"]["application/json"]
+                where = f"{label} {parameter['in']} {parameter['name']}"
+                yield from plain_texts(schema, described.get("schema", described), where, set())
+
+
+def test_every_text_a_request_carries_is_documented_without_nul(schema: dict[str, Any]) -> None:
+    # given
+    texts = list(request_texts(schema))
+    # when
+    without_pattern = [where for where, text in texts if "pattern" not in text]
+    allowing_nul = [where for where, text in texts if re.search(text["pattern"], "a\x00b")]
+    # then
+    assert len(texts) > 50
+    assert without_pattern == []
+    assert allowing_nul == []
+
+
+def test_every_key_of_a_json_object_a_request_carries_is_documented_without_nul(
+    schema: dict[str, Any],
+) -> None:
+    # given
+    components = schema["components"]["schemas"]
+    # when
+    key_patterns = {
+        name: components[name]["propertyNames"]["pattern"]
+        for name in ("JSONValue", "JSONObject", "ToolCall")
+    }
+    # then
+    assert all(not re.search(pattern, "\x00") for pattern in key_patterns.values())
+    assert components["JSONValue"]["additionalProperties"] == {
+        "$ref": "#/components/schemas/JSONValue"
+    }
+
+
+def links_of(schema: dict[str, Any], path: str, method: str, status: str) -> dict[str, Any]:
+    links: dict[str, Any] = operation_of(schema, path, method)["responses"][status]["links"]
+    return links
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "status", "targets"),
+    [
+        (
+            "/api/memory/threads/",
+            "post",
+            "201",
+            {
+                "memory_threads_retrieve",
+                "memory_threads_partial_update",
+                "memory_threads_destroy",
+                "memory_threads_entries_list",
+                "memory_threads_entries_create",
+                "memory_threads_path",
+            },
+        ),
+        (
+            "/api/memory/threads/{thread_id}/fork/",
+            "post",
+            "201",
+            {
+                "memory_threads_retrieve",
+                "memory_threads_entries_create",
+                "memory_threads_rewind",
+                "memory_threads_checkout",
+                "memory_threads_fork",
+            },
+        ),
+        (
+            "/api/memory/threads/{thread_id}/entries/",
+            "post",
+            "201",
+            {
+                "memory_entries_retrieve",
+                "memory_entries_destroy",
+                "memory_entries_redact",
+                "memory_threads_entries_create",
+                "memory_threads_rewind",
+                "memory_threads_checkout",
+                "memory_threads_fork",
+            },
+        ),
+    ],
+)
+def test_links_lead_from_what_is_created_to_the_operations_on_it(
+    schema: dict[str, Any], path: str, method: str, status: str, targets: set[str]
+) -> None:
+    # given
+    operations = {
+        operation["operationId"]: operation
+        for operations in schema["paths"].values()
+        for operation in operations.values()
+        if isinstance(operation, dict) and "operationId" in operation
+    }
+    # when
+    links = links_of(schema, path, method, status)
+    # then
+    assert targets <= {link["operationId"] for link in links.values()}
+    for name, link in links.items():
+        target = operations[link["operationId"]]
+        names = {f"{p['in']}.{p['name']}" for p in target.get("parameters", [])}
+        assert set(link["parameters"]) <= names, name
+        if "requestBody" in link:
+            body = json_schema_of(target["requestBody"])
+            properties = resolved(schema, body)["properties"]
+            assert set(link["requestBody"]) <= set(properties), name
+
+
+def parameter_schema(schema: dict[str, Any], path: str, name: str) -> dict[str, Any]:
+    operation = operation_of(schema, path, "get")
+    (parameter,) = [p for p in operation["parameters"] if p["name"] == name]
+    described: dict[str, Any] = parameter["schema"]
+    return described
+
+
+@pytest.mark.django_db
+def test_every_text_of_the_documented_cursor_patterns_is_a_page_position(
+    schema: dict[str, Any],
+) -> None:
+    # given: a thread with entries, and the patterns the schema publishes
+    thread = services.create_thread("agent-1", {})
+    services.add_entry(thread.pk, role="user", content="Hello")
+    thread_cursor = parameter_schema(schema, "/api/memory/threads/", "cursor")["pattern"]
+    entry_cursor = parameter_schema(schema, "/api/memory/threads/{thread_id}/entries/", "cursor")[
+        "pattern"
+    ]
+
+    @settings(max_examples=100, deadline=None, database=None, derandomize=True)
+    # fullmatch: in the schema "$" ends the text; Python's would allow a newline after it.
+    @given(
+        threads_after=st.from_regex(thread_cursor, fullmatch=True),
+        entries_before=st.from_regex(entry_cursor, fullmatch=True),
+    )
+    def read_as_positions(threads_after: str, entries_before: str) -> None:
+        # when
+        threads = selectors.list_threads(cursor=threads_after)
+        entries = selectors.page_entries(thread.pk, limit=10, cursor=entries_before)
+        # then
+        assert len(threads.threads) <= 1
+        assert len(entries.entries) <= 1
+
+    read_as_positions()
+
+
+@pytest.mark.django_db
+def test_the_cursors_the_api_gives_match_the_documented_patterns(
+    schema: dict[str, Any],
+) -> None:
+    # given
+    thread = services.create_thread("agent-1", {})
+    for _ in range(3):
+        services.create_thread("agent-1", {})
+        services.add_entry(thread.pk, role="user", content="Hello")
+    # when
+    threads = selectors.list_threads(limit=1)
+    entries = selectors.page_entries(thread.pk, limit=1)
+    # then
+    assert threads.next_cursor and entries.next_cursor
+    thread_cursor = parameter_schema(schema, "/api/memory/threads/", "cursor")["pattern"]
+    entry_cursor = parameter_schema(schema, "/api/memory/threads/{thread_id}/entries/", "cursor")[
+        "pattern"
+    ]
+    assert re.search(thread_cursor, threads.next_cursor)
+    assert re.search(entry_cursor, entries.next_cursor)

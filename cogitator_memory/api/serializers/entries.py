@@ -97,7 +97,9 @@ class EntryListQuerySerializer(serializers.Serializer):
     )
     before = StrictDateTimeField(required=False, help_text="Only entries created before.")
     after = StrictDateTimeField(required=False, help_text="Only entries created after.")
-    include_tool_calls = QueryBooleanField(required=False, default=False)
+    include_tool_calls = QueryBooleanField(
+        required=False, default=False, help_text="true or false: with tool calls and results."
+    )
     cursor = StrictCharField(
         required=False,
         pattern=ENTRY_CURSOR_PATTERN.pattern,
@@ -124,7 +126,9 @@ class PathQuerySerializer(serializers.Serializer):
         required=False, help_text="An entry id: only entries older on the branch."
     )
     types = StrictCharField(required=False, pattern=TYPES_PATTERN, pattern_message=TYPES_MESSAGE)
-    include_tool_calls = QueryBooleanField(required=False, default=False)
+    include_tool_calls = QueryBooleanField(
+        required=False, default=False, help_text="true or false: with tool calls and results."
+    )
 
 
 class PathPageSerializer(serializers.Serializer):
