@@ -108,7 +108,7 @@ class JsonTypeOf(Func):
     output_field = CharField()
 
     def __init__(self, field: str, key: str, *, error_field: str = "metadata") -> None:
-        if not KEY_PATTERN.match(key):
+        if not KEY_PATTERN.fullmatch(key):
             raise InvalidInput(
                 {error_field: f"Filter key {key!r}: use letters, digits and _ : @ - only."}
             )

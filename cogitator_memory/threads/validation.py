@@ -20,7 +20,7 @@ KNOWN_ROLES = [choice.value for choice in Role]
 
 
 def validate_thread_id(thread_id: Any, *, field: str = "thread_id") -> str:
-    if not isinstance(thread_id, str) or not THREAD_ID_PATTERN.match(thread_id):
+    if not isinstance(thread_id, str) or not THREAD_ID_PATTERN.fullmatch(thread_id):
         raise InvalidInput(
             {
                 field: "A thread id is 1 to 255 characters: letters, digits and _ . : @ -, "

@@ -624,3 +624,13 @@ def test_an_id_no_database_can_hold_is_a_missing_object_not_a_database_error(
     assert services.redact_entry(bad) is None
     assert selectors.get_entry(bad) is None
     assert selectors.get_thread(bad) is None
+
+
+def test_an_id_or_filter_key_with_a_trailing_newline_is_refused() -> None:
+    with pytest.raises(InvalidInput) as refused:
+        services.create_thread("agent-1", thread_id="abc\n")
+    assert list(refused.value.errors) == ["thread_id"]
+    with pytest.raises(InvalidInput) as refused:
+        selectors.list_threads(metadata={"topic\n": "x"})
+    assert list(refused.value.errors) == ["metadata"]
+    assert not Thread.objects.exists()

@@ -49,7 +49,7 @@ class MemoryAPIView(GenericAPIView):
         # An id that no thread can have is not looked up (PostgreSQL refuses NUL in text).
         thread = (
             Thread.objects.visible_to(self.scope).filter(pk=thread_id).first()
-            if THREAD_ID_PATTERN.match(thread_id)
+            if THREAD_ID_PATTERN.fullmatch(thread_id)
             else None
         )
         if thread is None:

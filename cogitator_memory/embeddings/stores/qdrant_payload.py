@@ -85,7 +85,7 @@ def filter_term(key: Any, value: Any) -> str:
     problem = json_problem(value)
     if problem:
         raise InvalidInput({"filter": f"Filter value of {key!r}: {problem}"})
-    if not isinstance(key, str) or not KEY_PATTERN.match(key):
+    if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
         raise InvalidInput({"filter": f"Filter key {key!r}: use letters, digits and _ : @ - only."})
     term = metadata_term(key, value)
     if term is None:  # pragma: no cover - every JSON scalar has a term
