@@ -1,5 +1,6 @@
 """End to end: a real Celery worker of the project, on the local Redis broker and on the
-test's own database, keeps the message index in step with the entries the test writes.
+test's own database, keeps the message index in step with the entries the test writes, and
+runs the periodic sweeper tasks.
 
 The worker is ``celery -A project worker --pool=solo`` in a subprocess, told its database
 by ``DATABASE_URL`` (the test database: the SQLite file of this process, or the test
@@ -26,10 +27,13 @@ from celery import Celery
 from django.db import connection
 from django.test import override_settings
 
+from cogitator_memory.embeddings.entry_vectors import DELETE_SOURCES
 from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.embeddings.types import StoredEmbedding
+from cogitator_memory.outbox.models import OutboxMessage
+from cogitator_memory.tasks.sweeper import prune_vectors_task, sweep_outbox_task
 from cogitator_memory.threads import services
-from cogitator_memory.threads.models import Entry
+from cogitator_memory.threads.models import Entry, Thread
 from project.celery import app as project_celery_app
 from tests.embeddings.fakes import HASH_EMBEDDINGS
 
@@ -234,7 +238,7 @@ def test_the_worker_embeds_each_new_entry_with_its_thread_scope(
     }
 
 
-def test_the_worker_deletes_the_vectors_of_deleted_and_redacted_entries(
+def test_deleted_and_redacted_entries_lose_their_vectors_at_once_with_no_task(
     sent_to_worker: Worker,
 ) -> None:
     # given
@@ -248,10 +252,30 @@ def test_the_worker_deletes_the_vectors_of_deleted_and_redacted_entries(
     # when
     services.delete_entry(deleted)
     services.redact_entry(redacted, reason="asked to forget")
+    # then the vectors went with the change itself, before any task could run
+    assert vectors_of(deleted, redacted) == []
+    assert [vector.source_id for vector in vectors_of(kept)] == [kept]
+
+
+def test_the_sweeper_task_runs_in_the_worker_and_carries_out_the_outbox(
+    sent_to_worker: Worker,
+) -> None:
+    # given vectors whose entries went behind the index's back, and an outbox message that
+    # could not be published when its change committed
+    services.create_thread("concierge", {"userId": "ana"}, thread_id="ana-3")
+    orphaned, swept, kept = (entry.id for entry in add_entries("ana-3"))
+    wait_until(sent_to_worker, lambda: len(vectors_of(orphaned, swept, kept)) == 3, "vectors")
+    Entry.objects.filter(thread_id="ana-3").update(parent=None)
+    Thread.objects.filter(pk="ana-3").update(active_leaf=None)
+    Entry.objects.filter(pk__in=[orphaned, swept]).delete()
+    OutboxMessage.objects.create(topic=DELETE_SOURCES, payload={"source_ids": [swept]})
+    # when beat's two tasks reach the worker
+    sweep_outbox_task.delay()
+    prune_vectors_task.delay()
     # then
     wait_until(
         sent_to_worker,
-        lambda: vectors_of(deleted, redacted) == [],
-        "the vectors of the deleted and the redacted entry gone",
+        lambda: not OutboxMessage.objects.exists() and vectors_of(orphaned, swept) == [],
+        "the outbox carried out and the orphaned vector pruned",
     )
     assert [vector.source_id for vector in vectors_of(kept)] == [kept]
