@@ -11,10 +11,8 @@ duplicates it. Without an embedding provider the index is off.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from django.db import transaction
 
@@ -40,6 +38,7 @@ from cogitator_memory.exceptions import (
 from cogitator_memory.limits import check_limit
 from cogitator_memory.threads.models import CONVERSATION_TYPES, Entry, Thread
 from cogitator_memory.threads.querysets import EntryQuerySet
+from cogitator_memory.threads.text import entry_text as full_entry_text
 
 __all__ = [
     "MAX_TEXT_CHARS",
@@ -63,8 +62,6 @@ MESSAGE_SOURCE_TYPE = "message"
 # embeddings, 8,191 for OpenAI's). At about 4 characters a token this stays under each,
 # and the start of a long message says what it is about.
 MAX_TEXT_CHARS = 8000
-# Content parts that carry text, as chat and response APIs name them.
-TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 _MESSAGES_FILTER = EmbeddingFilter(source_type=MESSAGE_SOURCE_TYPE, index=MESSAGES_INDEX)
 
 
@@ -76,44 +73,10 @@ def message_index_enabled() -> bool:
 # --- what is indexed ---------------------------------------------------------------------
 
 
-def _part_text(part: Any) -> str:
-    if isinstance(part, str):
-        return part
-    if isinstance(part, dict) and part.get("type", "text") in TEXT_PART_TYPES:
-        text = part.get("text")
-        return text if isinstance(text, str) else ""
-    # Images, audio and files have no text to embed.
-    return ""
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, list):
-        return "\n".join(text for text in (_part_text(part) for part in content) if text.strip())
-    return _part_text(content)
-
-
-def _tool_results_text(tool_results: list[Any] | None) -> str:
-    texts = []
-    for result in tool_results or ():
-        if not isinstance(result, dict):
-            continue
-        value = result.get("result", result.get("content", result.get("error")))
-        if value is None:
-            continue
-        texts.append(value if isinstance(value, str) else json.dumps(value, sort_keys=True))
-    return "\n".join(text for text in texts if text.strip())
-
-
 def entry_text(entry: Entry) -> str:
-    """The text an entry is found by: its text content (the text parts of a list, one
-    per line), or, for a tool result without text content, the results of its tools.
-    Cut to ``MAX_TEXT_CHARS``; empty for session events."""
-    if entry.type not in CONVERSATION_TYPES:
-        return ""
-    text = _content_text(entry.content)
-    if not text.strip():
-        text = _tool_results_text(entry.tool_results)
-    return text.strip()[:MAX_TEXT_CHARS]
+    """The text an entry is found by (``threads.text.entry_text``), cut to
+    ``MAX_TEXT_CHARS``; empty for session events."""
+    return full_entry_text(entry)[:MAX_TEXT_CHARS]
 
 
 def is_indexable(entry: Entry) -> bool:
