@@ -258,3 +258,65 @@ class KeywordSearchUnavailable(Conflict):
     def __init__(self, store: object) -> None:
         super().__init__(f"{type(store).__name__} has no keyword search.")
         self.store = store
+
+
+
+# --- memory items ------------------------------------------------------------------------
+
+
+class ItemNotFound(NotFound):
+    """No memory item has this id (or the caller may not see it)."""
+
+    code = "item_not_found"
+
+    def __init__(self, item_id: str) -> None:
+        super().__init__(f"Memory item not found: {item_id!r}")
+        self.item_id = item_id
+
+
+class InvalidItem(InvalidInput):
+    """The fields of a new memory item break the rules; ``errors`` names each."""
+
+    code = "invalid_item"
+
+# --- the model (llm) ---------------------------------------------------------------------
+
+
+class LLMError(ServiceFailed):
+    """A model provider failed: an error status, no answer in time, or an answer that cannot
+    be read. The message names the provider and the HTTP status, when there was one."""
+
+    code = "llm_failed"
+    public_message = "The model service failed; try again later."
+
+    def __init__(self, provider: str, message: str, *, status: int | None = None) -> None:
+        detail = f"{provider} model call failed" + (f" (HTTP {status})" if status else "")
+        super().__init__(f"{detail}: {message}")
+        self.provider = provider
+        self.status = status
+
+
+class ScriptExhausted(LLMError):
+    """The scripted model was called with no scripted answer left for the call."""
+
+    code = "llm_script_exhausted"
+
+    def __init__(self, call_number: int, excerpt: str) -> None:
+        super().__init__(
+            "scripted",
+            f"no scripted answer left for call {call_number} (its last message: {excerpt!r})",
+        )
+        self.call_number = call_number
+
+
+class LLMUnavailable(Conflict):
+    """Model-backed work was asked for, and no model is configured: that work is off."""
+
+    code = "llm_unavailable"
+
+    def __init__(self, work: str = "Model-backed work") -> None:
+        super().__init__(
+            f"{work} is off: no model is configured "
+            "(set COGITATOR_MEMORY['LLM']['PROVIDER'] and MODEL)."
+        )
+        self.work = work

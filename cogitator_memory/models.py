@@ -2,7 +2,19 @@
 
 from cogitator_memory.access.models import Grant
 from cogitator_memory.embeddings.models import Embedding
+from cogitator_memory.items.models import Entity, Evidence, MemoryItem
 from cogitator_memory.outbox.models import OutboxMessage
 from cogitator_memory.threads.models import Entry, EntryType, Role, Thread
 
-__all__ = ["Embedding", "Entry", "EntryType", "Grant", "OutboxMessage", "Role", "Thread"]
+__all__ = [
+    "Embedding",
+    "Entity",
+    "Entry",
+    "EntryType",
+    "Evidence",
+    "Grant",
+    "MemoryItem",
+    "OutboxMessage",
+    "Role",
+    "Thread",
+]

@@ -1,0 +1,583 @@
+"""``MemoryItems``: the rules of memory items, over the ``MemoryItem`` rows.
+
+- Writing only adds: a statement becomes a new state of its slot (a subject's attribute in
+  one exact scope), or merges into the newest open state when that state has the same
+  value (``same_value``) and no other value followed it.
+- One agent's writes go one after another (a transaction-scoped advisory lock on
+  PostgreSQL; on SQLite the IMMEDIATE transaction holds the database's write lock), and new
+  states are recorded at least a millisecond apart, so "known at" reads are unambiguous.
+- After every change of a slot, its active, superseded and let-go states are laid out by
+  time (``layout_slot``): each closed where the next starts (or at the end it was given),
+  the last open. A let-go state keeps its place, so the one before it does not come back.
+- An item is active on its own only when said by the system, or by the user with quotes
+  that hold at ``activation_confidence``; everything else is suggested, for a reviewer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import connections, router, transaction
+from django.db.models import F, Max, Q
+from django.utils import timezone
+
+from cogitator_memory import policy
+from cogitator_memory.exceptions import InvalidItem
+from cogitator_memory.items.models import (
+    TRUST_RANK,
+    Entity,
+    Evidence,
+    ItemKind,
+    ItemStatus,
+    MemoryItem,
+    Trust,
+)
+from cogitator_memory.items.querysets import ItemQuerySet, known_at_q, valid_as_known_q
+from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.jsondata import json_problem, text_problem
+from cogitator_memory.lineage import Quote, verify_evidence
+from cogitator_memory.scope import Scope
+from cogitator_memory.threads.models import Entry
+
+__all__ = [
+    "DEFAULT_ACTIVATION_CONFIDENCE",
+    "MemoryItems",
+    "NewEvidence",
+    "NewItem",
+    "Slot",
+    "Written",
+    "entity_key",
+    "same_value",
+]
+
+DEFAULT_ACTIVATION_CONFIDENCE = 0.7
+# What an opinion gains when said again with quotes that hold, and loses when a less
+# trusted source contradicts it.
+OPINION_GAIN = 0.1
+OPINION_LOSS = 0.2
+# New states of one agent are recorded at least this far apart.
+RECORDING_STEP = timedelta(milliseconds=1)
+# The states a slot's timeline is made of.
+TIMELINE_STATUSES = (ItemStatus.ACTIVE, ItemStatus.SUPERSEDED, ItemStatus.LET_GO)
+# The states a new statement may merge into.
+OPEN_STATUSES = (ItemStatus.SUGGESTED, ItemStatus.ACTIVE, ItemStatus.SUPERSEDED)
+# What a query returns unless asked for more: what held, read from the times.
+DEFAULT_QUERY_STATUSES = (ItemStatus.ACTIVE, ItemStatus.SUPERSEDED)
+MAX_TEXT = 10_000
+MAX_NAME = 255
+
+
+def same_value(first: str, second: str) -> bool:
+    """Whether two values of a slot are the same: spacing aside; case and signs count."""
+    return " ".join(first.split()) == " ".join(second.split())
+
+
+def entity_key(name: str) -> str:
+    """The key an entity is matched by: its name with case and spacing folded."""
+    return re.sub(r"\s+", " ", name).strip().casefold()[:MAX_NAME]
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A subject's attribute: what the states of one timeline are values of."""
+
+    subject_id: str
+    attribute: str
+
+
+@dataclass(frozen=True)
+class NewEvidence:
+    """A quote a new item stands on, and the entry it is said to be in."""
+
+    quote: str
+    entry_id: str | None = None
+    tool_call_id: str | None = None
+    file_range: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class NewItem:
+    """A statement to write: what about whom, said by whom, holding from when."""
+
+    kind: str
+    subject: str
+    attribute: str
+    value: str
+    trust: str
+    content: str = ""
+    subject_kind: str = ""
+    confidence: float = 0.5
+    valid_from: datetime | None = None
+    ends_at: datetime | None = None
+    evidence: Sequence[NewEvidence] = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Written:
+    """The state a statement became or merged into (``merged``)."""
+
+    item: MemoryItem
+    merged: bool
+
+
+def _check_new_item(new: NewItem) -> None:
+    errors: dict[str, list[str]] = {}
+
+    def add(name: str, message: str) -> None:
+        errors.setdefault(name, []).append(message)
+
+    if new.kind not in ItemKind.values:
+        add("kind", f"Unknown kind {new.kind!r}; expected one of {', '.join(ItemKind.values)}.")
+    if new.trust not in Trust.values:
+        add("trust", f"Unknown trust {new.trust!r}; expected one of {', '.join(Trust.values)}.")
+    for name, value, limit in (
+        ("subject", new.subject, MAX_NAME),
+        ("attribute", new.attribute, MAX_NAME),
+        ("value", new.value, MAX_TEXT),
+    ):
+        if not isinstance(value, str) or not value.strip() or len(value) > limit:
+            add(name, f"A {name} is a non-empty text of at most {limit} characters.")
+        elif problem := text_problem(value):
+            add(name, problem)
+    if not isinstance(new.content, str) or len(new.content) > MAX_TEXT:
+        add("content", f"Content is a text of at most {MAX_TEXT} characters.")
+    elif problem := text_problem(new.content):
+        add("content", problem)
+    if (
+        isinstance(new.confidence, bool)
+        or not isinstance(new.confidence, int | float)
+        or not 0 <= new.confidence <= 1
+    ):
+        add("confidence", "A confidence is a number from 0 to 1.")
+    for name, moment in (("valid_from", new.valid_from), ("ends_at", new.ends_at)):
+        if moment is not None and (not isinstance(moment, datetime) or moment.tzinfo is None):
+            add(name, f"{name} must be a datetime with a time zone.")
+    if (
+        isinstance(new.valid_from, datetime)
+        and isinstance(new.ends_at, datetime)
+        and new.valid_from.tzinfo is not None
+        and new.ends_at.tzinfo is not None
+        and new.ends_at <= new.valid_from
+    ):
+        add("ends_at", "ends_at must come after valid_from.")
+    for index, evidence in enumerate(new.evidence):
+        if not isinstance(evidence, NewEvidence) or not isinstance(evidence.quote, str):
+            add("evidence", f"Evidence {index} must be a NewEvidence with a quote.")
+        elif problem := text_problem(evidence.quote) or (
+            text_problem(evidence.entry_id) if isinstance(evidence.entry_id, str) else None
+        ):
+            add("evidence", f"Evidence {index}: {problem}")
+    if problem := json_problem(dict(new.metadata)):
+        add("metadata", f"Must be JSON data: {problem}")
+    if errors:
+        raise InvalidItem(errors)
+
+
+def _better_source(first: tuple[str, bool], second: tuple[str, bool]) -> tuple[str, bool]:
+    """The more trusted source, then the one whose quotes hold."""
+    return max(first, second, key=lambda source: (TRUST_RANK[source[0]], source[1]))
+
+
+class MemoryItems:
+    """The rules of memory items. ``activation_confidence``: the confidence at which a
+    user's item whose quotes hold becomes active on its own. ``clock`` gives "now" (tests
+    pass their own)."""
+
+    def __init__(
+        self,
+        *,
+        activation_confidence: float = DEFAULT_ACTIVATION_CONFIDENCE,
+        clock: Callable[[], datetime] = timezone.now,
+    ) -> None:
+        self.activation_confidence = activation_confidence
+        self.clock = clock
+
+    # --- the write lock and the clock ----------------------------------------------------
+
+    def _lock_agent(self, agent_id: str) -> None:
+        """Serialize the writes of one agent until the transaction ends."""
+        connection = connections[router.db_for_write(MemoryItem)]
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                    [f"cogitator_memory.items:{agent_id}"],
+                )
+        # SQLite: the IMMEDIATE transaction holds the database's write lock already.
+
+    def _next_recorded_at(self, agent_id: str, now: datetime) -> datetime:
+        """``now``, or a millisecond after the agent's last recorded state if that is
+        later."""
+        last = MemoryItem.objects.filter(agent_id=agent_id).aggregate(last=Max("recorded_at"))[
+            "last"
+        ]
+        return max(now, last + RECORDING_STEP) if last is not None else now
+
+    # --- entities and quotes ---------------------------------------------------------
+
+    def _entity(self, scope: MemoryScope, name: str, kind: str) -> Entity:
+        """The entity of this name the scope sees (its own user's first), or a new one."""
+        key = entity_key(name)
+        candidates = Entity.objects.filter(agent_id=scope.agent_id, key=key).filter(
+            Q(user_id__isnull=True) | Q(user_id=scope.user_id)
+            if scope.user_id is not None
+            else Q(user_id__isnull=True)
+        )
+        found = sorted(candidates, key=lambda entity: (entity.user_id is None, entity.pk))
+        if found:
+            return found[0]
+        return Entity.objects.create(
+            agent_id=scope.agent_id,
+            user_id=scope.user_id,
+            name=" ".join(name.split())[:MAX_NAME],
+            key=key,
+            kind=kind or "",
+        )
+
+    def _checked_quotes(
+        self, scope: MemoryScope, evidence: Sequence[NewEvidence], access: Scope | None
+    ) -> list[tuple[NewEvidence, Entry | None, bool]]:
+        """Each quote, the entry it may stand on, and whether it holds there. Only entries
+        of threads of the item's agent count (and, with ``access``, only those the caller
+        may see); a quote of any other entry stands on nothing and holds nowhere."""
+        ids = [quote.entry_id for quote in evidence if isinstance(quote.entry_id, str)]
+        entries = Entry.objects.filter(pk__in=ids, thread__agent_id=scope.agent_id)
+        if access is not None:
+            entries = entries.visible_to(access)
+        found = {entry.pk: entry for entry in entries}
+        checked = []
+        for quote in evidence:
+            entry = found.get(quote.entry_id) if quote.entry_id else None
+            verdict = verify_evidence(Quote(quote.quote, quote.entry_id), entry)
+            checked.append((quote, entry, verdict == "verified"))
+        return checked
+
+    def _qualifies(self, trust: str, verified: bool, confidence: float) -> bool:
+        return trust == Trust.SYSTEM or (
+            trust == Trust.USER and verified and confidence >= self.activation_confidence
+        )
+
+    # --- writing ---------------------------------------------------------------------
+
+    @transaction.atomic
+    def write(self, scope: MemoryScope, new: NewItem, *, access: Scope | None = None) -> Written:
+        """Write a statement into ``scope``: a new state of its slot, or a merge into the
+        newest open state when it repeats its value. Raises ``InvalidItem`` and, with
+        ``access``, ``NoGrant`` for a scope the caller's grants do not reach."""
+        _check_new_item(new)
+        policy.require_write(access, scope.agent_id, scope.user_id)
+        self._lock_agent(scope.agent_id)
+        said_at = self.clock()
+        now = self._next_recorded_at(scope.agent_id, said_at)
+        entity = self._entity(scope, new.subject, new.subject_kind)
+        quotes = self._checked_quotes(scope, new.evidence, access)
+        verified = any(holds for _quote, _entry, holds in quotes)
+        latest = (
+            MemoryItem.objects.of_slot(entity.pk, new.attribute)
+            .of_exact_scope(scope)
+            .with_statuses(list(OPEN_STATUSES))
+            .order_by("-valid_from", "-recorded_at", "-id")
+            .select_for_update()
+            .first()
+        )
+        if latest is not None and latest.valid_to is None and same_value(latest.value, new.value):
+            item = self._merge(latest, new, verified, now)
+            merged = True
+        else:
+            if latest is not None and new.kind == ItemKind.OPINION:
+                self._contradict(latest, new.trust)
+            item = self._create(scope, entity, new, verified, now, said_at)
+            merged = False
+        Evidence.objects.bulk_create(
+            [
+                Evidence(
+                    item=item,
+                    entry=entry,
+                    tool_call_id=quote.tool_call_id,
+                    file_range=dict(quote.file_range) if quote.file_range else None,
+                    quote=quote.quote,
+                    verified=holds,
+                )
+                for quote, entry, holds in quotes
+            ]
+        )
+        layout_slot(Slot(entity.pk, new.attribute), scope, known_at=now)
+        item.refresh_from_db()
+        return Written(item, merged)
+
+    def _create(
+        self,
+        scope: MemoryScope,
+        entity: Entity,
+        new: NewItem,
+        verified: bool,
+        now: datetime,
+        said_at: datetime,
+    ) -> MemoryItem:
+        active = self._qualifies(new.trust, verified, float(new.confidence))
+        return MemoryItem.objects.create(
+            **scope.as_fields(),
+            kind=new.kind,
+            subject=entity,
+            attribute=new.attribute,
+            value=new.value,
+            content=new.content,
+            trust=new.trust,
+            verified=verified,
+            confidence=float(new.confidence),
+            status=ItemStatus.ACTIVE if active else ItemStatus.SUGGESTED,
+            valid_from=new.valid_from or said_at,
+            ends_at=new.ends_at,
+            valid_to=new.ends_at,
+            valid_to_known_at=now if new.ends_at is not None else None,
+            recorded_at=now,
+            activated_at=now if active else None,
+            metadata=dict(new.metadata),
+        )
+
+    def _merge(self, item: MemoryItem, new: NewItem, verified: bool, now: datetime) -> MemoryItem:
+        item.trust, item.verified = _better_source(
+            (item.trust, item.verified), (new.trust, verified)
+        )
+        if item.kind == ItemKind.OPINION and verified:
+            item.confidence = min(1.0, item.confidence + OPINION_GAIN)
+        else:
+            item.confidence = max(item.confidence, float(new.confidence))
+        if item.status == ItemStatus.SUGGESTED and self._qualifies(
+            item.trust, item.verified, item.confidence
+        ):
+            item.status = ItemStatus.ACTIVE
+            item.activated_at = now
+        item.save(update_fields=["trust", "verified", "confidence", "status", "activated_at"])
+        return item
+
+    @staticmethod
+    def _contradict(current: MemoryItem, trust: str) -> None:
+        """An opinion a less trusted source contradicts loses confidence."""
+        if current.kind == ItemKind.OPINION and TRUST_RANK[trust] < TRUST_RANK[current.trust]:
+            current.confidence = max(0.0, current.confidence - OPINION_LOSS)
+            current.save(update_fields=["confidence"])
+
+    # --- reviewing and forgetting ----------------------------------------------------
+
+    def _change(
+        self,
+        ids: Iterable[str],
+        *,
+        access: Scope | None,
+        from_statuses: Sequence[str] | None,
+        apply: Callable[[MemoryItem, datetime], None],
+    ) -> list[str]:
+        """Change the items of ``ids`` the caller may see (of ``from_statuses``), lay
+        their slots out again, and return the ids changed."""
+        items = MemoryItem.objects.filter(pk__in=list(dict.fromkeys(ids)))
+        if access is not None:
+            items = items.visible_to(access)
+        if from_statuses is not None:
+            items = items.filter(status__in=list(from_statuses))
+        changed: list[str] = []
+        slots: set[tuple[Slot, MemoryScope]] = set()
+        for agent_id in sorted(set(items.values_list("agent_id", flat=True))):
+            self._lock_agent(agent_id)
+        now = self.clock()
+        for item in items.select_for_update().order_by("id"):
+            apply(item, now)
+            item.save()
+            changed.append(item.pk)
+            slots.add((Slot(item.subject_id, item.attribute), MemoryScope.of(item)))
+        for slot, scope in sorted(slots, key=lambda pair: (pair[0].subject_id, pair[0].attribute)):
+            layout_slot(slot, scope, known_at=now)
+        return changed
+
+    @transaction.atomic
+    def activate(self, ids: Iterable[str], *, access: Scope | None = None) -> list[str]:
+        """A reviewer's approval: suggested (or stale) items become active. Returns the
+        ids activated."""
+
+        def apply(item: MemoryItem, now: datetime) -> None:
+            item.status = ItemStatus.ACTIVE
+            item.activated_at = now
+            item.expired_at = None
+            item.stale_because = None
+
+        return self._change(
+            ids,
+            access=access,
+            from_statuses=[ItemStatus.SUGGESTED, ItemStatus.STALE],
+            apply=apply,
+        )
+
+    @transaction.atomic
+    def reject(self, ids: Iterable[str], reason: str, *, access: Scope | None = None) -> list[str]:
+        """A reviewer's refusal: the items become stale with the reason, out of every
+        context, kept for the record. Returns the ids rejected."""
+        if not isinstance(reason, str) or not reason.strip() or text_problem(reason):
+            raise InvalidItem({"reason": "Give the reason, a non-empty text."})
+        return self.mark_stale(
+            ids,
+            {"reason": "rejected", "note": reason},
+            only_from=[ItemStatus.SUGGESTED, ItemStatus.ACTIVE, ItemStatus.SUPERSEDED],
+            access=access,
+        )
+
+    @transaction.atomic
+    def let_go(self, ids: Iterable[str], *, access: Scope | None = None) -> list[str]:
+        """Memory lets the items go: they keep their place in their slot's timeline, so
+        the state before does not come back, and leave every context."""
+
+        def apply(item: MemoryItem, now: datetime) -> None:
+            item.status = ItemStatus.LET_GO
+            item.expired_at = now
+
+        return self._change(
+            ids,
+            access=access,
+            from_statuses=[ItemStatus.SUGGESTED, ItemStatus.ACTIVE, ItemStatus.SUPERSEDED],
+            apply=apply,
+        )
+
+    @transaction.atomic
+    def mark_stale(
+        self,
+        ids: Iterable[str],
+        because: Mapping[str, Any] | None = None,
+        only_from: Sequence[str] | None = None,
+        *,
+        access: Scope | None = None,
+    ) -> list[str]:
+        """Mark items stale with ``because`` (kept in ``stale_because``); with
+        ``only_from``, items whose status is no longer one of those are left as they are.
+        Returns the ids it marked."""
+        reason = dict(because or {})
+        if problem := json_problem(reason):
+            raise InvalidItem({"because": f"Must be JSON data: {problem}"})
+
+        def apply(item: MemoryItem, now: datetime) -> None:
+            item.status = ItemStatus.STALE
+            item.expired_at = now
+            item.stale_because = {**reason, "at": now.isoformat()}
+
+        statuses = list(only_from) if only_from is not None else None
+        return self._change(ids, access=access, from_statuses=statuses, apply=apply)
+
+    @transaction.atomic
+    def revise_evidence(self, ids: Iterable[str], keep: Callable[[Evidence], bool]) -> list[str]:
+        """Drop the evidence ``keep`` refuses from these items (the quotes of entries that
+        went); an item whose quotes no longer hold is no longer verified. Returns the ids
+        of the items changed."""
+        changed: list[str] = []
+        for item in MemoryItem.objects.filter(pk__in=list(ids)).order_by("id"):
+            dropped = [row.pk for row in item.evidence.all() if not keep(row)]
+            if not dropped:
+                continue
+            Evidence.objects.filter(pk__in=dropped).delete()
+            item.verified = item.evidence.filter(verified=True).exists()
+            item.save(update_fields=["verified"])
+            changed.append(item.pk)
+        return changed
+
+    def note_retrieved(self, ids: Iterable[str], at: datetime | None = None) -> int:
+        """Count that these items went to a model (one UPDATE). Returns how many rows."""
+        moment = at or self.clock()
+        return MemoryItem.objects.filter(pk__in=list(dict.fromkeys(ids))).update(
+            times_retrieved=F("times_retrieved") + 1, last_retrieved_at=moment
+        )
+
+    # --- reading ---------------------------------------------------------------------
+
+    def query(
+        self,
+        scope: MemoryScope,
+        *,
+        as_of: datetime | None = None,
+        known_at: datetime | None = None,
+        statuses: Sequence[str] | None = None,
+        kinds: Sequence[str] | None = None,
+        slot: Slot | None = None,
+        access: Scope | None = None,
+    ) -> list[MemoryItem]:
+        """The items a run of ``scope`` sees that held in the world ``as_of`` (default
+        ``known_at``) as memory knew them ``known_at`` (default now), newest first. By
+        default active and superseded items, the state that holds read from the times;
+        an item let go or made stale after ``known_at`` counts as it stood then."""
+        known = known_at or self.clock()
+        moment = as_of or known
+        wanted = list(statuses) if statuses is not None else list(DEFAULT_QUERY_STATUSES)
+        status_q = Q(status__in=wanted)
+        if known_at is not None and (
+            ItemStatus.ACTIVE in wanted or ItemStatus.SUPERSEDED in wanted
+        ):
+            # What was active then and has left memory since.
+            status_q |= Q(
+                status__in=[ItemStatus.STALE, ItemStatus.LET_GO],
+                activated_at__lte=known,
+                expired_at__gt=known,
+            )
+        items: ItemQuerySet = MemoryItem.objects.seen_from(scope)
+        if access is not None:
+            items = items.visible_to(access)
+        if known_at is None:
+            # What memory holds now, including states recorded a moment ahead of the clock
+            # (new states of one agent are spaced a millisecond apart).
+            items = items.filter(status_q, expired_at__isnull=True).filter(valid_from__lte=moment)
+            items = items.filter(Q(valid_to__isnull=True) | Q(valid_to__gt=moment))
+        else:
+            items = (
+                items.filter(status_q)
+                .filter(known_at_q(known))
+                .filter(valid_as_known_q(moment, known))
+            )
+        if kinds is not None:
+            items = items.filter(kind__in=list(kinds))
+        if slot is not None:
+            items = items.of_slot(slot.subject_id, slot.attribute)
+        return list(items.select_related("subject").order_by("-valid_from", "-recorded_at", "-id"))
+
+    def history(
+        self, scope: MemoryScope, slot: Slot, *, access: Scope | None = None
+    ) -> list[MemoryItem]:
+        """Every state of a slot the scope sees, closed, let go and stale ones included,
+        in the order of their validity."""
+        items: ItemQuerySet = MemoryItem.objects.seen_from(scope).of_slot(
+            slot.subject_id, slot.attribute
+        )
+        if access is not None:
+            items = items.visible_to(access)
+        return list(items.select_related("subject").in_timeline_order())
+
+
+def layout_slot(slot: Slot, scope: MemoryScope, *, known_at: datetime) -> int:
+    """Lay the slot's timeline out again in one exact scope: its active, superseded and
+    let-go states in order of validity, each closed where the next starts (or at the end
+    it was given, if earlier) and the last open; every state but a let-go one superseded
+    when another follows it, active when none does. A changed end is stamped ``known_at``,
+    so a read of what memory knew earlier leaves it out. Returns how many rows changed."""
+    states = list(
+        MemoryItem.objects.of_slot(slot.subject_id, slot.attribute)
+        .of_exact_scope(scope)
+        .with_statuses(list(TIMELINE_STATUSES))
+        .in_timeline_order()
+        .select_for_update()
+    )
+    changed: list[MemoryItem] = []
+    for index, state in enumerate(states):
+        following = states[index + 1] if index + 1 < len(states) else None
+        end = following.valid_from if following is not None else None
+        if state.ends_at is not None and (end is None or state.ends_at < end):
+            end = state.ends_at
+        status = state.status
+        if status != ItemStatus.LET_GO:
+            status = ItemStatus.SUPERSEDED if following is not None else ItemStatus.ACTIVE
+        if (state.valid_to, state.status) != (end, status):
+            if state.valid_to != end:
+                state.valid_to_known_at = known_at
+            state.valid_to, state.status = end, status
+            changed.append(state)
+    if changed:
+        MemoryItem.objects.bulk_update(changed, ["valid_to", "valid_to_known_at", "status"])
+    return len(changed)

@@ -1,0 +1,486 @@
+"""MemoryItems: each rule of writing, merging, laying out, reviewing and reading items."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from cogitator_memory.exceptions import InvalidItem, NoGrant
+from cogitator_memory.items.models import Entity, Evidence, ItemStatus, MemoryItem
+from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.items.services import (
+    MemoryItems,
+    NewEvidence,
+    NewItem,
+    Slot,
+    entity_key,
+    same_value,
+)
+from cogitator_memory.scope import Scope
+from cogitator_memory.threads import services as threads
+from cogitator_memory.threads.models import Entry
+
+pytestmark = pytest.mark.django_db
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+ANA = MemoryScope("concierge", user_id="ana")
+BEN = MemoryScope("concierge", user_id="ben")
+AGENT = MemoryScope("concierge")
+
+
+class Clock:
+    """A clock that stands still unless moved."""
+
+    def __init__(self, now: datetime = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def items(clock: Clock) -> MemoryItems:
+    return MemoryItems(clock=clock)
+
+
+@pytest.fixture
+def said() -> Entry:
+    """A message of Ana's in a thread of the concierge."""
+    thread = threads.create_thread("concierge", {"userId": "ana"})
+    return threads.add_entry(thread.pk, role="user", content="I live in   Lisbon now, since May.")
+
+
+def home(value: str, trust: str = "user", **fields: Any) -> NewItem:
+    return NewItem(
+        kind=fields.pop("kind", "fact"),
+        subject=fields.pop("subject", "Ana"),
+        attribute=fields.pop("attribute", "home city"),
+        value=value,
+        trust=trust,
+        **fields,
+    )
+
+
+def quoted(entry: Entry, quote: str = "I live in Lisbon") -> list[NewEvidence]:
+    return [NewEvidence(quote=quote, entry_id=entry.pk)]
+
+
+def timeline(items: MemoryItems, scope: MemoryScope = ANA) -> list[tuple[str, str, Any, Any]]:
+    entity = Entity.objects.get(key="ana")
+    return [
+        (item.value, item.status, item.valid_from, item.valid_to)
+        for item in items.history(scope, Slot(entity.pk, "home city"))
+    ]
+
+
+# --- activation -------------------------------------------------------------------------
+
+
+def test_a_system_item_is_active_on_its_own(items: MemoryItems) -> None:
+    written = items.write(ANA, home("Lisbon", "system"))
+    assert written.item.status == ItemStatus.ACTIVE
+    assert written.item.activated_at == T0
+
+
+def test_a_users_item_with_a_quote_that_holds_at_the_confidence_is_active(
+    items: MemoryItems, said: Entry
+) -> None:
+    written = items.write(ANA, home("Lisbon", confidence=0.7, evidence=quoted(said)))
+    assert (written.item.status, written.item.verified) == (ItemStatus.ACTIVE, True)
+
+
+@pytest.mark.parametrize(
+    ("trust", "confidence", "quote"),
+    [
+        ("user", 0.69, "I live in Lisbon"),  # below the activation confidence
+        ("user", 0.9, "I live in Porto"),  # a quote that does not hold
+        ("model", 1.0, "I live in Lisbon"),
+        ("tool", 1.0, "I live in Lisbon"),
+        ("web", 1.0, "I live in Lisbon"),
+    ],
+)
+def test_everything_else_stays_suggested(
+    items: MemoryItems, said: Entry, trust: str, confidence: float, quote: str
+) -> None:
+    written = items.write(
+        ANA, home("Lisbon", trust, confidence=confidence, evidence=quoted(said, quote))
+    )
+    assert written.item.status == ItemStatus.SUGGESTED
+    assert written.item.activated_at is None
+    assert items.query(ANA) == []
+
+
+def test_a_quote_holds_whitespace_aside_and_case_counts(items: MemoryItems, said: Entry) -> None:
+    # given the entry says "I live in   Lisbon now"
+    spaced = items.write(
+        ANA, home("Lisbon", confidence=0.9, evidence=quoted(said, "live in\nLisbon"))
+    )
+    cased = items.write(
+        ANA, home("X", attribute="other", confidence=0.9, evidence=quoted(said, "i live in lisbon"))
+    )
+    assert spaced.item.verified is True
+    assert cased.item.verified is False
+
+
+def test_a_quote_of_another_agents_entry_stands_on_nothing(items: MemoryItems) -> None:
+    # given the same words in a thread of another agent
+    other = threads.create_thread("rival", {"userId": "ana"})
+    entry = threads.add_entry(other.pk, role="user", content="I live in Lisbon")
+    # when
+    written = items.write(ANA, home("Lisbon", confidence=1.0, evidence=quoted(entry)))
+    # then
+    assert written.item.status == ItemStatus.SUGGESTED
+    [evidence] = Evidence.objects.filter(item=written.item)
+    assert (evidence.entry_id, evidence.verified) == (None, False)
+
+
+# --- merging ------------------------------------------------------------------------------
+
+
+def test_saying_the_same_value_again_merges_into_the_open_state(
+    items: MemoryItems, clock: Clock, said: Entry
+) -> None:
+    first = items.write(ANA, home("Lisbon", "model", evidence=quoted(said)))
+    clock.now = T0 + timedelta(days=1)
+    again = items.write(ANA, home("  Lisbon ", "model", evidence=quoted(said, "since May")))
+    assert again.merged is True
+    assert again.item.pk == first.item.pk
+    assert MemoryItem.objects.count() == 1
+    assert sorted(Evidence.objects.values_list("quote", flat=True)) == [
+        "I live in Lisbon",
+        "since May",
+    ]
+
+
+def test_values_differing_in_case_or_sign_are_different_states(items: MemoryItems) -> None:
+    items.write(ANA, home("Lisbon", "system"))
+    assert items.write(ANA, home("lisbon", "system")).merged is False
+    assert items.write(ANA, home("-3", "system", attribute="score")).merged is False
+    assert items.write(ANA, home("3", "system", attribute="score")).merged is False
+    assert same_value("a  b", " a b ") and not same_value("A", "a") and not same_value("-3", "3")
+
+
+def test_a_merge_keeps_the_better_source(items: MemoryItems, said: Entry) -> None:
+    # given a model's suggestion
+    first = items.write(ANA, home("Lisbon", "model", confidence=0.8))
+    assert first.item.status == ItemStatus.SUGGESTED
+    # when the user says it with a quote that holds
+    again = items.write(ANA, home("Lisbon", "user", confidence=0.8, evidence=quoted(said)))
+    # then the user's verified word wins and the item becomes active
+    assert (again.item.trust, again.item.verified, again.item.status) == (
+        "user",
+        True,
+        ItemStatus.ACTIVE,
+    )
+    # and a later, less trusted restatement does not lower it
+    last = items.write(ANA, home("Lisbon", "web"))
+    assert (last.item.trust, last.item.verified) == ("user", True)
+
+
+def test_a_system_item_stays_system_when_a_user_repeats_it(items: MemoryItems) -> None:
+    items.write(ANA, home("Lisbon", "system"))
+    again = items.write(ANA, home("Lisbon", "user"))
+    assert again.item.trust == "system"
+
+
+def test_a_statement_after_another_value_is_a_new_state(items: MemoryItems, clock: Clock) -> None:
+    items.write(ANA, home("Lisbon", "system"))
+    clock.now = T0 + timedelta(days=1)
+    items.write(ANA, home("Porto", "system"))
+    clock.now = T0 + timedelta(days=2)
+    back = items.write(ANA, home("Lisbon", "system"))
+    assert back.merged is False
+    assert [value for value, *_ in timeline(items)] == ["Lisbon", "Porto", "Lisbon"]
+
+
+# --- the timeline ----------------------------------------------------------------------------
+
+
+def test_a_new_value_closes_the_state_before_where_it_starts(
+    items: MemoryItems, clock: Clock
+) -> None:
+    items.write(ANA, home("Lisbon", "system"))
+    clock.now = T0 + timedelta(days=3)
+    items.write(ANA, home("Porto", "system"))
+    assert timeline(items) == [
+        ("Lisbon", ItemStatus.SUPERSEDED, T0, T0 + timedelta(days=3)),
+        ("Porto", ItemStatus.ACTIVE, T0 + timedelta(days=3), None),
+    ]
+
+
+def test_a_state_told_late_is_placed_by_its_time(items: MemoryItems, clock: Clock) -> None:
+    # given Porto since day 10, written first
+    items.write(ANA, home("Porto", "system", valid_from=T0 + timedelta(days=10)))
+    # when Lisbon since day 0 is told afterwards
+    clock.now = T0 + timedelta(days=20)
+    items.write(ANA, home("Lisbon", "system", valid_from=T0))
+    # then Lisbon closes where Porto starts, and Porto holds
+    assert timeline(items) == [
+        ("Lisbon", ItemStatus.SUPERSEDED, T0, T0 + timedelta(days=10)),
+        ("Porto", ItemStatus.ACTIVE, T0 + timedelta(days=10), None),
+    ]
+    [now] = items.query(ANA)
+    assert now.value == "Porto"
+
+
+def test_a_state_set_to_start_later_leaves_the_current_one_until_it_starts(
+    items: MemoryItems, clock: Clock
+) -> None:
+    items.write(ANA, home("Lisbon", "system"))
+    items.write(ANA, home("Berlin", "system", valid_from=T0 + timedelta(days=30)))
+    assert [item.value for item in items.query(ANA)] == ["Lisbon"]
+    later = T0 + timedelta(days=31)
+    assert [item.value for item in items.query(ANA, as_of=later, known_at=later)] == ["Berlin"]
+
+
+def test_a_state_given_an_end_keeps_it(items: MemoryItems) -> None:
+    end = T0 + timedelta(days=5)
+    items.write(ANA, home("Lisbon", "system", ends_at=end))
+    assert timeline(items) == [("Lisbon", ItemStatus.ACTIVE, T0, end)]
+    assert items.query(ANA, as_of=end, known_at=end + timedelta(days=1)) == []
+
+
+def test_a_state_let_go_keeps_its_place_so_the_one_before_does_not_come_back(
+    items: MemoryItems, clock: Clock
+) -> None:
+    items.write(ANA, home("Lisbon", "system"))
+    clock.now = T0 + timedelta(days=3)
+    porto = items.write(ANA, home("Porto", "system")).item
+    clock.now = T0 + timedelta(days=4)
+    assert items.let_go([porto.pk]) == [porto.pk]
+    assert timeline(items) == [
+        ("Lisbon", ItemStatus.SUPERSEDED, T0, T0 + timedelta(days=3)),
+        ("Porto", ItemStatus.LET_GO, T0 + timedelta(days=3), None),
+    ]
+    assert items.query(ANA) == []
+
+
+def test_rejecting_the_newest_state_reopens_the_one_before(
+    items: MemoryItems, clock: Clock
+) -> None:
+    items.write(ANA, home("Lisbon", "system"))
+    clock.now = T0 + timedelta(days=3)
+    porto = items.write(ANA, home("Porto", "system")).item
+    assert items.reject([porto.pk], "she never moved") == [porto.pk]
+    porto.refresh_from_db()
+    assert porto.status == ItemStatus.STALE
+    assert porto.stale_because == {
+        "reason": "rejected",
+        "note": "she never moved",
+        "at": clock.now.isoformat(),
+    }
+    assert timeline(items)[0] == ("Lisbon", ItemStatus.ACTIVE, T0, None)
+
+
+def test_a_reject_needs_a_reason(items: MemoryItems) -> None:
+    item = items.write(ANA, home("Lisbon", "model")).item
+    with pytest.raises(InvalidItem) as refused:
+        items.reject([item.pk], "  ")
+    assert list(refused.value.errors) == ["reason"]
+
+
+def test_states_of_one_agent_are_recorded_at_least_a_millisecond_apart(
+    items: MemoryItems,
+) -> None:
+    # given a clock that never moves
+    first = items.write(ANA, home("Lisbon", "system")).item
+    second = items.write(ANA, home("Porto", "system")).item
+    third = items.write(BEN, home("Rome", "system", subject="Ben")).item
+    assert second.recorded_at - first.recorded_at >= timedelta(milliseconds=1)
+    assert third.recorded_at - second.recorded_at >= timedelta(milliseconds=1)
+
+
+# --- opinions ------------------------------------------------------------------------------
+
+
+def test_an_opinion_said_again_with_a_quote_that_holds_gains_a_tenth(
+    items: MemoryItems, said: Entry
+) -> None:
+    opinion = dict(kind="opinion", attribute="likes Lisbon", confidence=0.5)
+    items.write(ANA, home("yes", "user", **opinion))
+    unquoted = items.write(ANA, home("yes", "user", **opinion)).item
+    quoted_again = items.write(ANA, home("yes", "user", evidence=quoted(said), **opinion)).item
+    assert unquoted.confidence == pytest.approx(0.5)
+    assert quoted_again.confidence == pytest.approx(0.6)
+
+
+def test_an_opinion_a_less_trusted_source_contradicts_loses_a_fifth(items: MemoryItems) -> None:
+    opinion = dict(kind="opinion", attribute="likes Lisbon", confidence=0.5)
+    first = items.write(ANA, home("yes", "user", **opinion)).item
+    items.write(ANA, home("no", "web", **opinion))
+    first.refresh_from_db()
+    assert first.confidence == pytest.approx(0.3)
+    # a contradiction from as trusted a source costs nothing
+    items.write(ANA, home("maybe", "user", **opinion))
+    first.refresh_from_db()
+    assert first.confidence == pytest.approx(0.3)
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def test_query_is_bitemporal(items: MemoryItems, clock: Clock) -> None:
+    # given Lisbon known on day 0, Porto (since day 5) known on day 7
+    items.write(ANA, home("Lisbon", "system"))
+    clock.now = T0 + timedelta(days=7)
+    items.write(ANA, home("Porto", "system", valid_from=T0 + timedelta(days=5)))
+
+    def values(**when: Any) -> list[str]:
+        return [item.value for item in items.query(ANA, **when)]
+
+    # then
+    assert values() == ["Porto"]
+    assert values(as_of=T0 + timedelta(days=2)) == ["Lisbon"]
+    assert values(known_at=T0 + timedelta(days=6), as_of=T0 + timedelta(days=6)) == ["Lisbon"]
+    assert values(known_at=T0 - timedelta(days=1)) == []
+
+
+def test_an_item_that_left_memory_counts_as_it_stood_then(items: MemoryItems, clock: Clock) -> None:
+    item = items.write(ANA, home("Lisbon", "system")).item
+    clock.now = T0 + timedelta(days=2)
+    items.let_go([item.pk])
+    assert items.query(ANA) == []
+    assert [i.pk for i in items.query(ANA, known_at=T0 + timedelta(days=1))] == [item.pk]
+
+
+def test_query_filters_by_status_kind_and_slot(items: MemoryItems) -> None:
+    suggested = items.write(ANA, home("Lisbon", "model")).item
+    active = items.write(ANA, home("aisle", "system", kind="preference", attribute="seat")).item
+    assert [i.pk for i in items.query(ANA, statuses=["suggested"])] == [suggested.pk]
+    assert [i.pk for i in items.query(ANA, kinds=["preference"])] == [active.pk]
+    slot = Slot(active.subject_id, "seat")
+    assert [i.pk for i in items.query(ANA, slot=slot)] == [active.pk]
+
+
+def test_a_scope_sees_its_own_items_and_those_shared_wider(items: MemoryItems) -> None:
+    mine = items.write(ANA, home("Lisbon", "system")).item
+    shared = items.write(AGENT, home("English", "system", attribute="language")).item
+    bens = items.write(BEN, home("Rome", "system", subject="Ben")).item
+    threaded = items.write(
+        MemoryScope("concierge", user_id="ana", thread_id="t-1"),
+        home("window", "system", attribute="seat"),
+    ).item
+    assert {i.pk for i in items.query(ANA)} == {mine.pk, shared.pk}
+    assert {i.pk for i in items.query(BEN)} == {bens.pk, shared.pk}
+    assert {i.pk for i in items.query(AGENT)} == {shared.pk}
+    in_thread = MemoryScope("concierge", user_id="ana", thread_id="t-1")
+    assert {i.pk for i in items.query(in_thread)} == {mine.pk, shared.pk, threaded.pk}
+    assert items.query(MemoryScope("rival", user_id="ana")) == []
+
+
+def test_grants_narrow_every_read_and_write(items: MemoryItems) -> None:
+    mine = items.write(ANA, home("Lisbon", "system")).item
+    items.write(BEN, home("Rome", "system", subject="Ben"))
+    ana_desk = Scope.for_agents(["concierge"], {"concierge": ["ana"]})
+    assert [i.pk for i in items.query(ANA, access=ana_desk)] == [mine.pk]
+    assert items.query(BEN, access=ana_desk) == []
+    with pytest.raises(NoGrant):
+        items.write(BEN, home("Paris", "system", subject="Ben"), access=ana_desk)
+    assert items.let_go([i.pk for i in MemoryItem.objects.all()], access=ana_desk) == [mine.pk]
+
+
+def test_history_holds_every_state_of_the_slot(items: MemoryItems, clock: Clock) -> None:
+    items.write(ANA, home("Lisbon", "system"))
+    clock.now = T0 + timedelta(days=1)
+    rejected = items.write(ANA, home("Madrid", "model")).item
+    items.reject([rejected.pk], "wrong")
+    clock.now = T0 + timedelta(days=2)
+    items.write(ANA, home("Porto", "system"))
+    assert [(value, status) for value, status, *_ in timeline(items)] == [
+        ("Lisbon", ItemStatus.SUPERSEDED),
+        ("Madrid", ItemStatus.STALE),
+        ("Porto", ItemStatus.ACTIVE),
+    ]
+
+
+def test_note_retrieved_counts_in_one_update(items: MemoryItems) -> None:
+    first = items.write(ANA, home("Lisbon", "system")).item
+    second = items.write(ANA, home("aisle", "system", attribute="seat")).item
+    at = T0 + timedelta(hours=1)
+    with CaptureQueriesContext(connection) as queries:
+        assert items.note_retrieved([first.pk, second.pk, first.pk], at) == 2
+    assert len(queries.captured_queries) == 1
+    first.refresh_from_db()
+    assert (first.times_retrieved, first.last_retrieved_at) == (1, at)
+
+
+def test_mark_stale_returns_the_ids_it_marked_and_keeps_the_reason(items: MemoryItems) -> None:
+    active = items.write(ANA, home("Lisbon", "system")).item
+    suggested = items.write(ANA, home("aisle", "model", attribute="seat")).item
+    marked = items.mark_stale(
+        [active.pk, suggested.pk], {"reason": "repeats"}, only_from=["suggested"]
+    )
+    assert marked == [suggested.pk]
+    suggested.refresh_from_db()
+    assert suggested.stale_because == {"reason": "repeats", "at": T0.isoformat()}
+    active.refresh_from_db()
+    assert active.status == ItemStatus.ACTIVE
+
+
+def test_activate_takes_suggested_items_only(items: MemoryItems) -> None:
+    active = items.write(ANA, home("Lisbon", "system")).item
+    suggested = items.write(ANA, home("aisle", "model", attribute="seat")).item
+    assert items.activate([active.pk, suggested.pk]) == [suggested.pk]
+    suggested.refresh_from_db()
+    assert (suggested.status, suggested.activated_at) == (ItemStatus.ACTIVE, T0)
+
+
+def test_revise_evidence_drops_quotes_and_what_they_verified(
+    items: MemoryItems, said: Entry
+) -> None:
+    item = items.write(ANA, home("Lisbon", confidence=0.9, evidence=quoted(said))).item
+    untouched = items.write(ANA, home("aisle", "system", attribute="seat")).item
+    changed = items.revise_evidence(
+        [item.pk, untouched.pk], keep=lambda evidence: evidence.entry_id != said.pk
+    )
+    assert changed == [item.pk]
+    item.refresh_from_db()
+    assert item.verified is False
+    assert not Evidence.objects.filter(item=item).exists()
+
+
+# --- bad input -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"kind": "rumour"}, "kind"),
+        ({"trust": "gossip"}, "trust"),
+        ({"value": "  "}, "value"),
+        ({"attribute": ""}, "attribute"),
+        ({"subject": "x" * 256}, "subject"),
+        ({"confidence": 1.5}, "confidence"),
+        ({"confidence": True}, "confidence"),
+        ({"valid_from": datetime(2026, 1, 1)}, "valid_from"),
+        ({"ends_at": T0 - timedelta(days=1), "valid_from": T0}, "ends_at"),
+        ({"value": "a\x00b"}, "value"),
+        ({"metadata": {"x": float("nan")}}, "metadata"),
+    ],
+)
+def test_a_bad_item_is_refused_naming_the_field_and_writes_nothing(
+    items: MemoryItems, fields: dict[str, Any], named: str
+) -> None:
+    base = {"kind": "fact", "subject": "Ana", "attribute": "home", "value": "Lisbon"}
+    base["trust"] = "system"
+    with pytest.raises(InvalidItem) as refused:
+        items.write(ANA, NewItem(**{**base, **fields}))
+    assert named in refused.value.errors
+    assert not MemoryItem.objects.exists()
+    assert not Entity.objects.exists()
+
+
+def test_entities_are_matched_by_name_with_case_and_spacing_folded(items: MemoryItems) -> None:
+    items.write(ANA, home("Lisbon", "system", subject="Ana  Lima"))
+    items.write(ANA, home("aisle", "system", subject="ana lima", attribute="seat"))
+    assert Entity.objects.count() == 1
+    assert entity_key(" Ana\tLIMA ") == "ana lima"
