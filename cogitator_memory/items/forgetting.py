@@ -1,0 +1,57 @@
+"""Memory items that stand on entries which go (a ``lineage.Dependent``).
+
+When entries are deleted or redacted (or their thread cleared or deleted), in the same
+transaction: an item whose every quote is in those entries is purged, an item that stands
+on more loses the quotes of them (``MemoryItems.revise_evidence``), and an entity that no
+item is about any more is deleted. The slots that lost a state are laid out again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.db.models import Count, Q
+
+from cogitator_memory.items.models import Entity, Evidence, MemoryItem
+from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.items.services import MemoryItems, Slot, layout_slot
+
+__all__ = ["ItemsOnEntries"]
+
+
+class ItemsOnEntries:
+    """Purges or revises the items that quote entries that go."""
+
+    name = "items"
+
+    def forget_entries(self, entry_ids: Sequence[str]) -> None:
+        ids = list(entry_ids)
+        standing = Evidence.objects.filter(entry_id__in=ids).values("item_id").distinct()
+        touched = list(
+            Evidence.objects.filter(item_id__in=standing)
+            .values("item_id")
+            .annotate(quotes=Count("id"), of_these=Count("id", filter=Q(entry_id__in=ids)))
+            .values_list("item_id", "quotes", "of_these")
+        )
+        if not touched:
+            return
+        purged = [pk for pk, quotes, of_these in touched if quotes == of_these]
+        revised = [pk for pk, quotes, of_these in touched if quotes != of_these]
+        gone = set(ids)
+        MemoryItems().revise_evidence(revised, keep=lambda evidence: evidence.entry_id not in gone)
+        if purged:
+            slots = {
+                (Slot(item.subject_id, item.attribute), MemoryScope.of(item))
+                for item in MemoryItem.objects.filter(pk__in=purged)
+            }
+            subjects = {slot.subject_id for slot, _scope in slots}
+            Evidence.objects.filter(item_id__in=purged).delete()
+            MemoryItem.objects.filter(pk__in=purged).delete()
+            for slot, scope in slots:
+                layout_slot(slot, scope, known_at=MemoryItems().clock())
+            Entity.objects.filter(pk__in=subjects, items__isnull=True).delete()
+
+    def owner_changed(self, thread_id: str, agent_id: str, user_id: str | None) -> None:
+        # Items keep the scope they were written in; a thread moving to another user does
+        # not move what its user established before.
+        return None
