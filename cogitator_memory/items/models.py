@@ -179,6 +179,13 @@ class MemoryItem(ScopeFields):
     class Meta:
         verbose_name = _("memory item")
         verbose_name_plural = _("memory items")
+        # One permission per review action, so a team can let one reviewer approve and
+        # another only let go.
+        permissions = [
+            ("activate_memoryitem", _("Can activate suggested memory items")),
+            ("reject_memoryitem", _("Can reject memory items")),
+            ("let_go_memoryitem", _("Can let memory items go")),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(kind__in=[choice.value for choice in ItemKind]),
