@@ -260,7 +260,6 @@ class KeywordSearchUnavailable(Conflict):
         self.store = store
 
 
-
 # --- memory items ------------------------------------------------------------------------
 
 
@@ -278,6 +277,7 @@ class InvalidItem(InvalidInput):
     """The fields of a new memory item break the rules; ``errors`` names each."""
 
     code = "invalid_item"
+
 
 # --- the model (llm) ---------------------------------------------------------------------
 
