@@ -35,6 +35,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from cogitator_memory.conf import DEFAULTS, SETTINGS_NAME
 from cogitator_memory.embeddings.registry import STORES
 from cogitator_memory.embeddings.services import PROVIDERS
+from cogitator_memory.llm.registry import PROVIDERS as LLM_PROVIDERS
 from cogitator_memory.setting_validators import (
     Problem,
     Validator,
@@ -58,14 +59,20 @@ SETTING_VALIDATORS: dict[str, Validator] = {
     "PATH_WALK_STEP": whole_number(1),
 }
 
+# The LLM providers that call a model over its SDK, and so need a MODEL.
+SDK_LLM_PROVIDERS = ("openai", "anthropic", "google")
+
 # The keys of each section (a dict in DEFAULTS), one dict per section.
 SECTION_VALIDATORS: dict[str, dict[str, Validator]] = {
     "LLM": {
-        "PROVIDER": non_empty_text(optional=True),
+        "PROVIDER": name_or_path(LLM_PROVIDERS, "Providers", optional=True),
         "MODEL": text(optional=True),
         "API_KEY": text(optional=True),
         "BASE_URL": http_url(),
         "TIMEOUT": positive_number(),
+        "MAX_RETRIES": whole_number(0),
+        "MAX_TOKENS": whole_number(1),
+        "SCRIPT": non_empty_text(optional=True),
     },
     "EMBEDDINGS": {
         "PROVIDER": name_or_path(PROVIDERS, "Providers", optional=True),
@@ -154,6 +161,27 @@ def _check_combinations(value: dict[str, Any]) -> list[CheckMessage]:
                     id="cogitator_memory.E005",
                 )
             )
+    given = value.get("LLM")
+    llm = {**DEFAULTS["LLM"], **(given if isinstance(given, dict) else {})}
+    if llm["PROVIDER"] in SDK_LLM_PROVIDERS and not llm["MODEL"]:
+        errors.append(
+            Error(
+                f"{SETTINGS_NAME}['LLM'] with PROVIDER {llm['PROVIDER']!r} needs a MODEL.",
+                hint="Name the model to ask, e.g. 'gpt-4o-mini', or the name a server at "
+                "BASE_URL gives its model.",
+                id="cogitator_memory.E005",
+            )
+        )
+    script = llm["SCRIPT"]
+    if isinstance(script, str) and script.strip() and llm["PROVIDER"] != "scripted":
+        errors.append(
+            Error(
+                f"{SETTINGS_NAME}['LLM'] has a SCRIPT, which only PROVIDER 'scripted' reads, "
+                f"with PROVIDER {llm['PROVIDER']!r}.",
+                hint="Set PROVIDER to 'scripted' to replay the script, or remove SCRIPT.",
+                id="cogitator_memory.E005",
+            )
+        )
     return errors
 
 

@@ -40,11 +40,28 @@ DEFAULTS: dict[str, Any] = {
     # The model the between-runs work uses (extraction, compaction, upkeep). None turns
     # model-backed work off; it then reports that it is off instead of failing.
     "LLM": {
+        # None, "openai" (also Ollama, vLLM, llama.cpp and other servers speaking OpenAI's
+        # chat completions, by BASE_URL), "anthropic", "google", "scripted" (replays recorded
+        # answers: tests and the demo), or the dotted path of a class taking the other keys
+        # as keyword arguments. The SDK providers need their extra installed.
         "PROVIDER": None,
+        # The model asked when a call names none; the SDK providers need one.
         "MODEL": None,
+        # Needed for the provider's own endpoint; a server at BASE_URL may need none.
         "API_KEY": None,
+        # Another endpoint than the provider's own: a proxy, or an OpenAI-compatible
+        # server such as Ollama's "http://localhost:11434/v1".
         "BASE_URL": None,
+        # Seconds one request may take; a long answer from a slow local model needs more.
         "TIMEOUT": 60.0,
+        # Retries of a request answered 429 or 5xx, or timed out, with the SDK's backoff.
+        # Each retry of a timed-out request can take TIMEOUT again.
+        "MAX_RETRIES": 2,
+        # Tokens an answer may have when a call gives no max_tokens; an answer cut there
+        # comes back with truncated=True.
+        "MAX_TOKENS": 1024,
+        # The scripted provider only: the path of a JSON file of recorded answers.
+        "SCRIPT": None,
     },
     # The embedding service and the vector store of recall and search. PROVIDER None
     # means recall searches without vectors, as the specification allows.

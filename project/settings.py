@@ -190,7 +190,16 @@ CELERY_BEAT_SCHEDULE: dict = {**BEAT_SCHEDULE}
 
 # The embedding service and vector store of cogitator_memory ("EMBEDDINGS" in
 # cogitator_memory/conf.py). Without a provider, vector search and the message index are off.
+# The model of extraction, compaction and upkeep ("LLM"): without a provider that work is off;
+# PROVIDER "scripted" with SCRIPT (a JSON file of recorded answers) replays answers.
 COGITATOR_MEMORY: dict = {
+    "LLM": {
+        "PROVIDER": os.environ.get("COGITATOR_MEMORY_LLM_PROVIDER") or None,
+        "MODEL": os.environ.get("COGITATOR_MEMORY_LLM_MODEL") or None,
+        "API_KEY": os.environ.get("COGITATOR_MEMORY_LLM_API_KEY") or None,
+        "BASE_URL": os.environ.get("COGITATOR_MEMORY_LLM_BASE_URL") or None,
+        "SCRIPT": os.environ.get("COGITATOR_MEMORY_LLM_SCRIPT") or None,
+    },
     "EMBEDDINGS": {
         "PROVIDER": os.environ.get("COGITATOR_MEMORY_EMBEDDINGS_PROVIDER") or None,
         "MODEL": os.environ.get("COGITATOR_MEMORY_EMBEDDINGS_MODEL") or None,
@@ -198,7 +207,7 @@ COGITATOR_MEMORY: dict = {
         "API_KEY": os.environ.get("COGITATOR_MEMORY_EMBEDDINGS_API_KEY") or None,
         "BASE_URL": os.environ.get("COGITATOR_MEMORY_EMBEDDINGS_BASE_URL") or None,
         "STORE": os.environ.get("COGITATOR_MEMORY_EMBEDDINGS_STORE") or "auto",
-    }
+    },
 }
 
 LOGGING = {

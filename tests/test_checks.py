@@ -22,6 +22,7 @@ from cogitator_memory.checks import (
 )
 from cogitator_memory.conf import DEFAULTS
 from cogitator_memory.embeddings.services import PROVIDERS
+from cogitator_memory.llm.registry import PROVIDERS as LLM_PROVIDERS
 
 if TYPE_CHECKING:
     from pytest_django.fixtures import Settings as SettingsWrapper
@@ -234,10 +235,12 @@ def test_the_readme_settings_block_is_the_defaults_and_passes_the_checks(
 # Values inside the sections
 
 PROVIDER_NAMES = ", ".join(sorted(PROVIDERS))
+LLM_PROVIDER_NAMES = ", ".join(sorted(LLM_PROVIDERS))
 
 GOOD_VALUES = [
     ("LLM", "PROVIDER", None),
-    ("LLM", "PROVIDER", "openai"),
+    *[("LLM", "PROVIDER", provider) for provider in LLM_PROVIDERS],
+    ("LLM", "PROVIDER", "cogitator_memory.llm.scripted.ScriptedModel"),
     ("LLM", "MODEL", None),
     ("LLM", "MODEL", "gpt-4o-mini"),
     ("LLM", "API_KEY", None),
@@ -246,6 +249,12 @@ GOOD_VALUES = [
     ("LLM", "BASE_URL", "https://api.openai.com/v1"),
     ("LLM", "TIMEOUT", 60),
     ("LLM", "TIMEOUT", 0.5),
+    ("LLM", "MAX_RETRIES", 0),
+    ("LLM", "MAX_RETRIES", 5),
+    ("LLM", "MAX_TOKENS", 1),
+    ("LLM", "MAX_TOKENS", 4096),
+    ("LLM", "SCRIPT", None),
+    ("LLM", "SCRIPT", "demo/answers.json"),
     ("EMBEDDINGS", "PROVIDER", None),
     *[("EMBEDDINGS", "PROVIDER", provider) for provider in PROVIDERS],
     (
@@ -290,12 +299,20 @@ GOOD_VALUES = [
 ]
 
 
+# What a good value needs beside it to pass: an SDK provider a model, a script its provider.
+COMPANIONS: dict[tuple[str, str], dict[str, Any]] = {
+    ("LLM", "PROVIDER"): {"MODEL": "some-model"},
+    ("LLM", "SCRIPT"): {"PROVIDER": "scripted"},
+}
+
+
 @pytest.mark.parametrize(("section", "key", "value"), GOOD_VALUES)
 def test_a_good_value_of_a_section_passes_the_checks(
     settings: SettingsWrapper, section: str, key: str, value: Any
 ) -> None:
     # when
-    errors = reported(settings, {section: {key: value}})
+    companions = COMPANIONS.get((section, key), {}) if value is not None else {}
+    errors = reported(settings, {section: {**companions, key: value}})
     # then
     assert errors == []
 
@@ -308,8 +325,20 @@ def test_every_key_of_every_section_has_a_good_value_tried() -> None:
 
 BAD_VALUES = [
     # LLM
-    ("LLM", "PROVIDER", "", "E006", "must be None or a non-empty str, not ''"),
-    ("LLM", "PROVIDER", "  ", "E006", "must be None or a non-empty str, not '  '"),
+    (
+        "LLM",
+        "PROVIDER",
+        "",
+        "E006",
+        f"must be None, one of {LLM_PROVIDER_NAMES} or a dotted path, not ''",
+    ),
+    (
+        "LLM",
+        "PROVIDER",
+        "claude",
+        "E006",
+        f"must be None, one of {LLM_PROVIDER_NAMES} or a dotted path, not 'claude'",
+    ),
     ("LLM", "PROVIDER", 1, "E002", "must be None or a str, not int"),
     ("LLM", "MODEL", ["gpt"], "E002", "must be None or a str, not list"),
     ("LLM", "API_KEY", 12345, "E002", "must be None or a str, not int"),
@@ -325,6 +354,13 @@ BAD_VALUES = [
     ("LLM", "TIMEOUT", "60", "E002", "must be a number, not str"),
     ("LLM", "TIMEOUT", True, "E002", "must be a number, not bool"),
     ("LLM", "TIMEOUT", None, "E002", "must be a number, not NoneType"),
+    ("LLM", "MAX_RETRIES", -1, "E004", "must be 0 or more, not -1"),
+    ("LLM", "MAX_RETRIES", "2", "E002", "must be an int, not str"),
+    ("LLM", "MAX_TOKENS", 0, "E004", "must be greater than 0, not 0"),
+    ("LLM", "MAX_TOKENS", 512.0, "E002", "must be an int, not float"),
+    ("LLM", "MAX_TOKENS", None, "E002", "must be an int, not NoneType"),
+    ("LLM", "SCRIPT", "", "E006", "must be None or a non-empty str, not ''"),
+    ("LLM", "SCRIPT", 3, "E002", "must be None or a str, not int"),
     # EMBEDDINGS
     (
         "EMBEDDINGS",
@@ -437,6 +473,60 @@ def test_a_misspelt_store_gets_a_hint_with_the_likely_name_and_every_name(
         "Did you mean 'pgvector'? Stores: auto, exact, pgvector, qdrant; or the dotted path "
         "of a class of your own."
     )
+
+
+def test_a_misspelt_llm_provider_gets_a_hint_with_the_likely_name(
+    settings: SettingsWrapper,
+) -> None:
+    # given
+    settings.COGITATOR_MEMORY = {"LLM": {"PROVIDER": "antropic", "MODEL": "m"}}
+    # when
+    [error] = check_memory_settings()
+    # then
+    assert error.hint == (
+        f"Did you mean 'anthropic'? Providers: {LLM_PROVIDER_NAMES}; or the dotted path of a "
+        "class of your own."
+    )
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "google"])
+def test_an_sdk_llm_provider_without_a_model_is_e005(
+    settings: SettingsWrapper, provider: str
+) -> None:
+    # when
+    errors = reported(settings, {"LLM": {"PROVIDER": provider}})
+    # then
+    assert errors == [
+        (
+            "cogitator_memory.E005",
+            f"COGITATOR_MEMORY['LLM'] with PROVIDER {provider!r} needs a MODEL.",
+        )
+    ]
+
+
+@pytest.mark.parametrize("provider", [None, "openai"])
+def test_a_script_without_the_scripted_provider_is_e005(
+    settings: SettingsWrapper, provider: str | None
+) -> None:
+    # when
+    errors = reported(
+        settings, {"LLM": {"PROVIDER": provider, "MODEL": "m", "SCRIPT": "answers.json"}}
+    )
+    # then
+    assert errors == [
+        (
+            "cogitator_memory.E005",
+            "COGITATOR_MEMORY['LLM'] has a SCRIPT, which only PROVIDER 'scripted' reads, "
+            f"with PROVIDER {provider!r}.",
+        )
+    ]
+
+
+def test_the_scripted_provider_needs_no_model(settings: SettingsWrapper) -> None:
+    # when
+    errors = reported(settings, {"LLM": {"PROVIDER": "scripted", "SCRIPT": "answers.json"}})
+    # then
+    assert errors == []
 
 
 def test_a_misspelt_provider_gets_a_hint_with_the_likely_name(settings: SettingsWrapper) -> None:

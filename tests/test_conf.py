@@ -58,6 +58,9 @@ def test_a_section_keeps_the_defaults_of_the_keys_the_project_does_not_give(
         "API_KEY": None,
         "BASE_URL": None,
         "TIMEOUT": 60.0,
+        "MAX_RETRIES": 2,
+        "MAX_TOKENS": 1024,
+        "SCRIPT": None,
     }
 
 
