@@ -19,12 +19,7 @@ ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 
 class AnthropicSummarizer(SDKSummarizer):
     """``messages.create``. The Messages API has no system role among the turns: the prompt
-    and the system messages go, in that order, into its ``system`` parameter.
-
-    The SDK refuses a non-streaming request whose ``max_tokens`` it expects to take longer
-    than ten minutes; answers of a few thousand tokens, what this seam asks for, stay far
-    below that.
-    """
+    and the system messages go, in that order, into its ``system`` parameter."""
 
     provider = "anthropic"
     sdk_module = "anthropic"

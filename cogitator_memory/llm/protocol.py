@@ -13,7 +13,15 @@ from typing import Any, Literal, Protocol, TypedDict
 
 from cogitator_memory.exceptions import InvalidInput
 
-__all__ = ["ROLES", "Completion", "Message", "Summarize", "checked_max_tokens", "checked_messages"]
+__all__ = [
+    "ROLES",
+    "Completion",
+    "Message",
+    "Summarize",
+    "checked_max_tokens",
+    "checked_messages",
+    "checked_prompt_and_model",
+]
 
 ROLES = ("system", "user", "assistant")
 
@@ -101,3 +109,13 @@ def checked_max_tokens(max_tokens: Any) -> int:
             {"max_tokens": f"Must be a whole number of 1 or more, not {max_tokens!r}."}
         )
     return max_tokens
+
+
+def checked_prompt_and_model(prompt: Any, model: Any) -> tuple[str | None, str | None]:
+    """``prompt`` (None when empty) and ``model`` after checking their types; raises
+    InvalidInput naming the bad one."""
+    if prompt is not None and not isinstance(prompt, str):
+        raise InvalidInput({"prompt": f"Must be a str or None, not {type(prompt).__name__}."})
+    if model is not None and (not isinstance(model, str) or not model):
+        raise InvalidInput({"model": "Must be a non-empty str or None."})
+    return prompt or None, model

@@ -33,8 +33,14 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from cogitator_memory.exceptions import InvalidInput, ScriptExhausted
-from cogitator_memory.llm.protocol import Completion, Message, checked_max_tokens, checked_messages
+from cogitator_memory.exceptions import ScriptExhausted
+from cogitator_memory.llm.protocol import (
+    Completion,
+    Message,
+    checked_max_tokens,
+    checked_messages,
+    checked_prompt_and_model,
+)
 
 __all__ = ["ScriptedAnswer", "ScriptedCall", "ScriptedModel", "load_answers"]
 
@@ -149,8 +155,7 @@ class ScriptedModel:
         """
         checked = checked_messages(messages)
         budget = self.max_tokens if max_tokens is None else checked_max_tokens(max_tokens)
-        if prompt is not None and not isinstance(prompt, str):
-            raise InvalidInput({"prompt": f"Must be a str or None, not {type(prompt).__name__}."})
+        prompt, model = checked_prompt_and_model(prompt, model)
         call = ScriptedCall(
             messages=checked, model=model or self.model, prompt=prompt, max_tokens=budget
         )

@@ -22,7 +22,13 @@ from typing import Any, ClassVar, NoReturn
 from django.core.exceptions import ImproperlyConfigured
 
 from cogitator_memory.exceptions import InvalidInput, LLMError
-from cogitator_memory.llm.protocol import Completion, Message, checked_max_tokens, checked_messages
+from cogitator_memory.llm.protocol import (
+    Completion,
+    Message,
+    checked_max_tokens,
+    checked_messages,
+    checked_prompt_and_model,
+)
 
 # Longest excerpt of a provider's error body quoted in an error message.
 ERROR_EXCERPT_CHARS = 300
@@ -179,13 +185,8 @@ class SDKSummarizer:
         """The model's answer to ``messages``; see ``Summarize``."""
         checked = checked_messages(messages)
         budget = self.max_tokens if max_tokens is None else checked_max_tokens(max_tokens)
-        if prompt is not None and not isinstance(prompt, str):
-            raise InvalidInput({"prompt": f"Must be a str or None, not {type(prompt).__name__}."})
-        if model is not None and (not isinstance(model, str) or not model):
-            raise InvalidInput({"model": "Must be a non-empty str or None."})
-        return self.complete(
-            checked, model=model or self.model, prompt=prompt or None, max_tokens=budget
-        )
+        prompt, model = checked_prompt_and_model(prompt, model)
+        return self.complete(checked, model=model or self.model, prompt=prompt, max_tokens=budget)
 
     def sdk_client(self) -> Any:
         """The SDK's client of this process, built on first use.

@@ -137,15 +137,27 @@ def test_answers_can_be_added_later() -> None:
     assert model(ask("hi")).text == "late answer"
 
 
-def test_a_bad_call_is_refused_as_every_client_refuses_it() -> None:
+@pytest.mark.parametrize(
+    ("messages", "options", "field"),
+    [
+        ([{"role": "robot", "content": "hi"}], {}, "messages"),
+        (ask("hi"), {"max_tokens": 0}, "max_tokens"),
+        (ask("hi"), {"prompt": ["Summarize."]}, "prompt"),
+        (ask("hi"), {"model": ""}, "model"),
+    ],
+)
+def test_a_bad_call_is_refused_as_every_client_refuses_it(
+    messages: Any, options: dict[str, Any], field: str
+) -> None:
     # given
     model = ScriptedModel(["unused"])
 
     # when
-    with pytest.raises(InvalidInput):
-        model([{"role": "robot", "content": "hi"}])
+    with pytest.raises(InvalidInput) as caught:
+        model(messages, **options)
 
     # then
+    assert list(caught.value.errors) == [field]
     assert model.calls == []
     assert model.remaining == 1
 
