@@ -60,6 +60,8 @@ class Grant(models.Model):
     class Meta:
         verbose_name = _("memory grant")
         verbose_name_plural = _("memory grants")
+        # The grant list's order and agent filter (admin).
+        indexes = [models.Index(fields=["agent_id", "id"], name="cm_grant_agent")]
         constraints = [
             models.CheckConstraint(
                 condition=(

@@ -15,6 +15,8 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from cogitator_memory.access.models import Grant
+from cogitator_memory.admin.filters import AgentFilter
+from cogitator_memory.admin.scale import LargeTableAdmin
 
 
 class GrantAdminForm(forms.ModelForm):
@@ -76,10 +78,10 @@ class PrincipalKindFilter(admin.SimpleListFilter):
 
 
 @admin.register(Grant)
-class GrantAdmin(admin.ModelAdmin):
+class GrantAdmin(LargeTableAdmin):
     form = GrantAdminForm
     list_display = ("principal", "agent_id", "users", "created_at")
-    list_filter = (PrincipalKindFilter, "agent_id")
+    list_filter = (PrincipalKindFilter, AgentFilter)
     list_select_related = ("user", "api_key")
     search_fields = (
         "agent_id",
@@ -89,6 +91,8 @@ class GrantAdmin(admin.ModelAdmin):
         "api_key__prefix",
     )
     ordering = ("agent_id", "id")
+    # The column an index sorts (cm_grant_agent).
+    sortable_by = ("agent_id",)
     autocomplete_fields = ("user", "api_key")
     fieldsets = (
         (_("Principal"), {"fields": ("user", "api_key")}),

@@ -13,15 +13,25 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from cogitator_memory.admin.filters import IndexedValuesFilter
+from cogitator_memory.admin.scale import LargeTableAdmin
 from cogitator_memory.outbox import services as outbox
 from cogitator_memory.outbox.models import OutboxMessage
 
 
+class TopicFilter(IndexedValuesFilter):
+    title = _("topic")
+    parameter_name = "topic"
+
+
 @admin.register(OutboxMessage)
-class OutboxMessageAdmin(admin.ModelAdmin):
+class OutboxMessageAdmin(LargeTableAdmin):
     list_display = ("id", "topic", "attempts", "next_attempt_at", "created_at", "last_error")
-    list_filter = ("topic",)
+    list_filter = (TopicFilter,)
     ordering = ("id",)
+    # Columns an index sorts (the key, cm_outbox_topic, cm_outbox_due); an outage can
+    # leave millions of messages waiting.
+    sortable_by = ("id", "topic", "next_attempt_at")
     readonly_fields = (
         "topic",
         "payload",

@@ -6,7 +6,9 @@ the signals that keep derived memory in step. A thread's page shows its entry tr
 checkout and rewind buttons that call the thread services.
 
 Both pages start from ``visible_to(scope)``: a staff user sees the threads of the agents
-granted to them, as the REST API does; a superuser sees all.
+granted to them, as the REST API does; a superuser sees all. Both lists stay fast on
+tables of millions of rows (``admin.scale``): filters, drill-down and sorting are served
+by indexes, and counts are bounded.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from django.views.decorators.http import require_POST
 from cogitator_memory import policy
 from cogitator_memory.access.selectors import scope_for_user
 from cogitator_memory.admin.entry_tree import build_entry_tree, content_preview
+from cogitator_memory.admin.filters import VisibleAgentFilter
+from cogitator_memory.admin.scale import LargeTableAdmin
 from cogitator_memory.exceptions import (
     CogitatorMemoryError,
     InvalidInput,
@@ -67,13 +71,15 @@ class ThreadAdminForm(forms.ModelForm):
 
 
 @admin.register(Thread)
-class ThreadAdmin(admin.ModelAdmin):
+class ThreadAdmin(LargeTableAdmin):
     form = ThreadAdminForm
     list_display = ("id", "agent_id", "user_id", "updated_at", "created_at")
-    list_filter = ("agent_id", "updated_at")
+    list_filter = (VisibleAgentFilter, "updated_at")
     search_fields = ("id", "agent_id", "metadata")
     date_hierarchy = "updated_at"
     ordering = ("-updated_at", "-id")
+    # Columns an index sorts (cm_thread_updated, cm_thread_agent_updated, the key).
+    sortable_by = ("id", "agent_id", "updated_at")
     readonly_fields = (
         "id",
         "agent_id",
@@ -268,13 +274,14 @@ class ThreadAdmin(admin.ModelAdmin):
 
 
 @admin.register(Entry)
-class EntryAdmin(admin.ModelAdmin):
+class EntryAdmin(LargeTableAdmin):
     list_display = ("id", "thread", "seq", "type", "role", "summary", "created_at", "is_redacted")
     list_filter = ("type", "role", "created_at")
     search_fields = ("id", "thread__id")
     list_select_related = ("thread",)
     ordering = ("thread", "-seq")
-    show_full_result_count = False
+    # Columns an index sorts (the thread's entries by seq, the key).
+    sortable_by = ("id", "thread")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Entry]:
         """Entries of the threads the user may see. The list page leaves out tool calls
