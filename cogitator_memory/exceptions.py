@@ -279,6 +279,17 @@ class InvalidItem(InvalidInput):
     code = "invalid_item"
 
 
+class ExtractionAnswerError(ServiceFailed):
+    """The extraction model answered a window without a JSON array, try after try."""
+
+    code = "extraction_answer_error"
+    public_message = "The model's answers could not be read; try again later."
+
+    def __init__(self, tries: int) -> None:
+        super().__init__(f"The model answered without a JSON array {tries} times in a row.")
+        self.tries = tries
+
+
 # --- the model (llm) ---------------------------------------------------------------------
 
 

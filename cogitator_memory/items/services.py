@@ -265,9 +265,17 @@ class MemoryItems:
     # --- writing ---------------------------------------------------------------------
 
     @transaction.atomic
-    def write(self, scope: MemoryScope, new: NewItem, *, access: Scope | None = None) -> Written:
+    def write(
+        self,
+        scope: MemoryScope,
+        new: NewItem,
+        *,
+        access: Scope | None = None,
+        activate: bool = True,
+    ) -> Written:
         """Write a statement into ``scope``: a new state of its slot, or a merge into the
-        newest open state when it repeats its value. Raises ``InvalidItem`` and, with
+        newest open state when it repeats its value. ``activate`` False (shadow mode)
+        leaves a new item suggested whoever said it. Raises ``InvalidItem`` and, with
         ``access``, ``NoGrant`` for a scope the caller's grants do not reach."""
         _check_new_item(new)
         policy.require_write(access, scope.agent_id, scope.user_id)
@@ -286,12 +294,12 @@ class MemoryItems:
             .first()
         )
         if latest is not None and latest.valid_to is None and same_value(latest.value, new.value):
-            item = self._merge(latest, new, verified, now)
+            item = self._merge(latest, new, verified, now, activate=activate)
             merged = True
         else:
             if latest is not None and new.kind == ItemKind.OPINION:
                 self._contradict(latest, new.trust)
-            item = self._create(scope, entity, new, verified, now, said_at)
+            item = self._create(scope, entity, new, verified, now, said_at, activate=activate)
             merged = False
         Evidence.objects.bulk_create(
             [
@@ -318,8 +326,10 @@ class MemoryItems:
         verified: bool,
         now: datetime,
         said_at: datetime,
+        *,
+        activate: bool,
     ) -> MemoryItem:
-        active = self._qualifies(new.trust, verified, float(new.confidence))
+        active = activate and self._qualifies(new.trust, verified, float(new.confidence))
         return MemoryItem.objects.create(
             **scope.as_fields(),
             kind=new.kind,
@@ -340,7 +350,9 @@ class MemoryItems:
             metadata=dict(new.metadata),
         )
 
-    def _merge(self, item: MemoryItem, new: NewItem, verified: bool, now: datetime) -> MemoryItem:
+    def _merge(
+        self, item: MemoryItem, new: NewItem, verified: bool, now: datetime, *, activate: bool
+    ) -> MemoryItem:
         item.trust, item.verified = _better_source(
             (item.trust, item.verified), (new.trust, verified)
         )
@@ -348,8 +360,10 @@ class MemoryItems:
             item.confidence = min(1.0, item.confidence + OPINION_GAIN)
         else:
             item.confidence = max(item.confidence, float(new.confidence))
-        if item.status == ItemStatus.SUGGESTED and self._qualifies(
-            item.trust, item.verified, item.confidence
+        if (
+            activate
+            and item.status == ItemStatus.SUGGESTED
+            and self._qualifies(item.trust, item.verified, item.confidence)
         ):
             item.status = ItemStatus.ACTIVE
             item.activated_at = now

@@ -70,6 +70,11 @@ def resolve_time(expression: str, session_at: datetime, time_zone: str) -> Resol
     """
     zone, now = _check_arguments(expression, session_at, time_zone)
     text = _normalize(expression)
+    if text.startswith("since ") and text.removeprefix("since ") in _MONTHS:
+        # "since May" looks back: the latest May at or before the session's month.
+        name = text.removeprefix("since ")
+        text = f"this {name}" if _MONTHS.index(name) + 1 <= now.month else f"last {name}"
+    text = _named_month(_without_preposition(text), now)
     if not text:
         return None
     try:
@@ -77,6 +82,36 @@ def resolve_time(expression: str, session_at: datetime, time_zone: str) -> Resol
     except (OverflowError, ValueError):
         # A day the calendar lacks, or an interval past the years datetime holds.
         return None
+
+
+# Words that lead time words without changing the time they name ("since May" starts in
+# May). The model is asked for the time words as written, so they come; "in" and "on" are
+# left to the rules, where "in 3 weeks" counts forward.
+_PREPOSITIONS: Final = ("since", "from", "during", "around", "about")
+_MONTHS: Final = (
+    "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december",
+)  # fmt: skip
+
+
+def _without_preposition(text: str) -> str:
+    first, _, rest = text.partition(" ")
+    return rest if first in _PREPOSITIONS and rest else text
+
+
+def _named_month(text: str, now: datetime) -> str:
+    """ "last May", "next June", "this March": the month of that name before, after or in
+    the session's year, written with its year."""
+    which, _, name = text.partition(" ")
+    if which not in ("last", "next", "this", "coming") or name not in _MONTHS:
+        return text
+    month = _MONTHS.index(name) + 1
+    year = now.year
+    if which == "last" and month >= now.month:
+        year -= 1
+    elif which in ("next", "coming") and month <= now.month:
+        year += 1
+    return f"{name} {year}"
 
 
 @lru_cache(maxsize=1)

@@ -521,3 +521,22 @@ def test_any_text_resolves_or_not_but_never_raises(
 
     # then
     assert resolved is None or resolved.start < resolved.end
+
+
+@pytest.mark.parametrize(
+    ("expression", "start"),
+    [
+        ("last May", datetime(2025, 4, 30, 23, 0, tzinfo=UTC)),
+        ("last March", datetime(2025, 3, 1, tzinfo=UTC)),
+        ("this March", datetime(2026, 3, 1, tzinfo=UTC)),
+        ("next March", datetime(2027, 3, 1, tzinfo=UTC)),
+        ("next June", datetime(2026, 5, 31, 23, 0, tzinfo=UTC)),
+        ("since May", datetime(2025, 4, 30, 23, 0, tzinfo=UTC)),
+        ("since March", datetime(2026, 3, 1, tzinfo=UTC)),
+        ("in 2019", datetime(2019, 1, 1, tzinfo=UTC)),
+        ("from last week", datetime(2026, 2, 23, tzinfo=UTC)),
+    ],
+)
+def test_named_months_and_leading_prepositions(expression: str, start: datetime) -> None:
+    resolved = resolve_time(expression, datetime(2026, 3, 4, 15, 20, tzinfo=UTC), "Europe/Lisbon")
+    assert resolved is not None and resolved.start == start
