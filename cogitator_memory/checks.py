@@ -43,8 +43,11 @@ from cogitator_memory.setting_validators import (
     http_url,
     name_or_path,
     non_empty_text,
+    one_of,
     positive_number,
     text,
+    time_zone_name,
+    unit_interval,
     whole_number,
     wrong_type,
 )
@@ -73,6 +76,17 @@ SECTION_VALIDATORS: dict[str, dict[str, Validator]] = {
         "MAX_RETRIES": whole_number(0),
         "MAX_TOKENS": whole_number(1),
         "SCRIPT": non_empty_text(optional=True),
+    },
+    "ITEMS": {
+        "ACTIVATION_CONFIDENCE": unit_interval(),
+    },
+    "EXTRACTION": {
+        "ENABLED": boolean(),
+        "MODE": one_of(["shadow", "auto"]),
+        "WINDOW_TOKENS": whole_number(100),
+        "MAX_TOKENS": whole_number(1),
+        "TIME_ZONE": time_zone_name(),
+        "DEBOUNCE_SECONDS": whole_number(0, 86_400),
     },
     "EMBEDDINGS": {
         "PROVIDER": name_or_path(PROVIDERS, "Providers", optional=True),

@@ -63,6 +63,28 @@ DEFAULTS: dict[str, Any] = {
         # The scripted provider only: the path of a JSON file of recorded answers.
         "SCRIPT": None,
     },
+    # Memory items: what conversations established.
+    "ITEMS": {
+        # The confidence at which a user's item whose quotes hold becomes active on its own.
+        "ACTIVATION_CONFIDENCE": 0.7,
+    },
+    # Extraction of memory items from conversations, by the model of LLM, in Celery.
+    "EXTRACTION": {
+        # Extract after entries are added (debounced per thread). Off by default.
+        "ENABLED": False,
+        # "shadow": every new item is suggested, for review; "auto": the rules decide
+        # (system words, or the user's with quotes that hold, are active at once).
+        "MODE": "shadow",
+        # Tokens of conversation per model call.
+        "WINDOW_TOKENS": 4000,
+        # Tokens an answer may take; a cut answer is continued.
+        "MAX_TOKENS": 8000,
+        # The zone time words are read in, unless the thread's metadata.timeZone says.
+        "TIME_ZONE": "UTC",
+        # Seconds to wait after a new entry before extracting, so a burst of entries is
+        # read in one run.
+        "DEBOUNCE_SECONDS": 30,
+    },
     # The embedding service and the vector store of recall and search. PROVIDER None
     # means recall searches without vectors, as the specification allows.
     "EMBEDDINGS": {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import zoneinfo
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -23,8 +24,11 @@ __all__ = [
     "http_url",
     "name_or_path",
     "non_empty_text",
+    "one_of",
     "positive_number",
     "text",
+    "time_zone_name",
+    "unit_interval",
     "whole_number",
     "wrong_type",
 ]
@@ -180,5 +184,46 @@ def name_or_path(names: Iterable[str], what: str, *, optional: bool) -> Validato
         guess = f"Did you mean {close[0]!r}? " if close else ""
         hint = f"{guess}{what}: {listed}; or the dotted path of a class of your own."
         return Problem("cogitator_memory.E006", must_be, repr(value), hint=hint)
+
+    return validate
+
+
+def unit_interval() -> Validator:
+    """A number from 0 to 1."""
+
+    def validate(value: Any) -> Problem | None:
+        if not _is_number(value):
+            return wrong_type(value, "a number", optional=False)
+        if not 0 <= value <= 1:
+            return Problem("cogitator_memory.E004", "from 0 to 1", repr(value))
+        return None
+
+    return validate
+
+
+def one_of(names: Iterable[str]) -> Validator:
+    """One of ``names``."""
+    known = list(names)
+
+    def validate(value: Any) -> Problem | None:
+        if not isinstance(value, str):
+            return wrong_type(value, "a str", optional=False)
+        if value not in known:
+            listed = ", ".join(known)
+            return Problem("cogitator_memory.E006", f"one of {listed}", repr(value))
+        return None
+
+    return validate
+
+
+def time_zone_name() -> Validator:
+    """An IANA time zone name, such as Europe/Lisbon."""
+
+    def validate(value: Any) -> Problem | None:
+        if not isinstance(value, str):
+            return wrong_type(value, "a str", optional=False)
+        if value == "localtime" or value not in zoneinfo.available_timezones():
+            return Problem("cogitator_memory.E006", "an IANA time zone name", repr(value))
+        return None
 
     return validate

@@ -238,6 +238,14 @@ PROVIDER_NAMES = ", ".join(sorted(PROVIDERS))
 LLM_PROVIDER_NAMES = ", ".join(sorted(LLM_PROVIDERS))
 
 GOOD_VALUES = [
+    ("ITEMS", "ACTIVATION_CONFIDENCE", 0.7),
+    ("ITEMS", "ACTIVATION_CONFIDENCE", 1),
+    ("EXTRACTION", "ENABLED", True),
+    ("EXTRACTION", "MODE", "auto"),
+    ("EXTRACTION", "WINDOW_TOKENS", 100),
+    ("EXTRACTION", "MAX_TOKENS", 8000),
+    ("EXTRACTION", "TIME_ZONE", "Europe/Lisbon"),
+    ("EXTRACTION", "DEBOUNCE_SECONDS", 0),
     ("LLM", "PROVIDER", None),
     *[("LLM", "PROVIDER", provider) for provider in LLM_PROVIDERS],
     ("LLM", "PROVIDER", "cogitator_memory.llm.scripted.ScriptedModel"),
@@ -324,6 +332,20 @@ def test_every_key_of_every_section_has_a_good_value_tried() -> None:
 
 
 BAD_VALUES = [
+    # ITEMS and EXTRACTION
+    ("ITEMS", "ACTIVATION_CONFIDENCE", 1.5, "E004", "must be from 0 to 1, not 1.5"),
+    ("EXTRACTION", "ENABLED", "yes", "E002", "must be a bool, not str"),
+    ("EXTRACTION", "MODE", "manual", "E006", "must be one of shadow, auto, not 'manual'"),
+    ("EXTRACTION", "WINDOW_TOKENS", 10, "E004", "must be 100 or more, not 10"),
+    ("EXTRACTION", "MAX_TOKENS", 0, "E004", "must be greater than 0, not 0"),
+    (
+        "EXTRACTION",
+        "TIME_ZONE",
+        "Mars/Base",
+        "E006",
+        "must be an IANA time zone name, not 'Mars/Base'",
+    ),
+    ("EXTRACTION", "DEBOUNCE_SECONDS", -1, "E004", "must be between 0 and 86400, not -1"),
     # LLM
     (
         "LLM",

@@ -26,6 +26,7 @@ from django.db.models import F, Max, Q
 from django.utils import timezone
 
 from cogitator_memory import policy
+from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import InvalidItem
 from cogitator_memory.items.models import (
     TRUST_RANK,
@@ -185,16 +186,20 @@ def _better_source(first: tuple[str, bool], second: tuple[str, bool]) -> tuple[s
 
 class MemoryItems:
     """The rules of memory items. ``activation_confidence``: the confidence at which a
-    user's item whose quotes hold becomes active on its own. ``clock`` gives "now" (tests
-    pass their own)."""
+    user's item whose quotes hold becomes active on its own (``ITEMS`` setting, 0.7 by
+    default). ``clock`` gives "now" (tests pass their own)."""
 
     def __init__(
         self,
         *,
-        activation_confidence: float = DEFAULT_ACTIVATION_CONFIDENCE,
+        activation_confidence: float | None = None,
         clock: Callable[[], datetime] = timezone.now,
     ) -> None:
-        self.activation_confidence = activation_confidence
+        self.activation_confidence = (
+            float(memory_settings.ITEMS["ACTIVATION_CONFIDENCE"])
+            if activation_confidence is None
+            else activation_confidence
+        )
         self.clock = clock
 
     # --- the write lock and the clock ----------------------------------------------------

@@ -484,3 +484,9 @@ def test_entities_are_matched_by_name_with_case_and_spacing_folded(items: Memory
     items.write(ANA, home("aisle", "system", subject="ana lima", attribute="seat"))
     assert Entity.objects.count() == 1
     assert entity_key(" Ana\tLIMA ") == "ana lima"
+
+
+def test_the_activation_confidence_comes_from_settings(said: Entry, settings) -> None:
+    settings.COGITATOR_MEMORY = {"ITEMS": {"ACTIVATION_CONFIDENCE": 0.95}}
+    written = MemoryItems().write(ANA, home("Lisbon", confidence=0.9, evidence=quoted(said)))
+    assert written.item.status == ItemStatus.SUGGESTED
