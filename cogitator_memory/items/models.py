@@ -284,3 +284,36 @@ class Evidence(models.Model):
 
     def __str__(self) -> str:
         return self.quote[:80]
+
+
+class ExtractionWindow(models.Model):
+    """A window of a thread's branch that extraction has read: its natural key (thread,
+    first and last entry, extractor version) makes a repeated or redelivered run skip it,
+    and it is written in the transaction that writes the window's items."""
+
+    thread = models.ForeignKey(
+        "cogitator_memory.Thread",
+        verbose_name=_("thread"),
+        on_delete=models.CASCADE,
+        related_name="+",
+    )
+    first_entry_id = models.CharField(_("first entry"), max_length=64)
+    last_entry_id = models.CharField(_("last entry"), max_length=64)
+    version = models.CharField(_("extractor version"), max_length=16)
+    entries = models.PositiveIntegerField(_("entries"), default=0)
+    items_written = models.PositiveIntegerField(_("items written"), default=0)
+    calls = models.PositiveIntegerField(_("model calls"), default=0)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now, editable=False)
+
+    class Meta:
+        verbose_name = _("extraction window")
+        verbose_name_plural = _("extraction windows")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread", "first_entry_id", "last_entry_id", "version"],
+                name="cm_extraction_window_key",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}: {self.first_entry_id}..{self.last_entry_id}"

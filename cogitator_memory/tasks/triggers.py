@@ -16,11 +16,27 @@ from typing import Any
 from django.dispatch import receiver
 
 from cogitator_memory import signals
+from cogitator_memory.conf import memory_settings
 from cogitator_memory.embeddings.message_index import is_indexable, message_index_enabled
 from cogitator_memory.tasks.embeddings import embed_entries_task
-from cogitator_memory.threads.models import Entry
+from cogitator_memory.tasks.extraction import schedule_extraction
+from cogitator_memory.threads.models import CONVERSATION_TYPES, Entry
 
 logger = logging.getLogger(__name__)
+
+
+@receiver(signals.entry_added, dispatch_uid="cogitator_memory.extraction.entry_added")
+def extract_after_new_entries(sender: Any, *, entry: Entry, **kwargs: Any) -> None:
+    if not memory_settings.EXTRACTION["ENABLED"] or entry.type not in CONVERSATION_TYPES:
+        return
+    try:
+        schedule_extraction(entry.thread_id)
+    except Exception:
+        logger.exception(
+            "Could not schedule the extraction of thread %s; manage.py extract_items "
+            "reads what was missed.",
+            entry.thread_id,
+        )
 
 
 @receiver(signals.entry_added, dispatch_uid="cogitator_memory.message_index.entry_added")

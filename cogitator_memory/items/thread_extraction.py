@@ -1,0 +1,126 @@
+"""Extracting the memory items of a thread, window by window, each window once.
+
+``extract_thread(thread_id)`` reads the thread's active branch from the first entry no
+earlier run has read, in windows, and writes each window's items in one transaction with
+an ``ExtractionWindow`` row keyed by (thread, first entry, last entry, extractor
+version): a repeated or redelivered run, or two runs racing, write a window once (the
+second one's insert fails and its items roll back). The items go into the thread's scope
+(its agent and user); time words are read in the thread's ``metadata.timeZone``, else
+``EXTRACTION["TIME_ZONE"]``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+
+from cogitator_memory.conf import memory_settings
+from cogitator_memory.exceptions import ThreadNotFound
+from cogitator_memory.items.extractor import EXTRACTOR_VERSION, ExtractionResult, MemoryExtractor
+from cogitator_memory.items.models import ExtractionWindow
+from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.llm.protocol import Summarize
+from cogitator_memory.llm.registry import require_summarizer
+from cogitator_memory.threads import selectors
+from cogitator_memory.threads.models import Entry, Thread
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ThreadExtraction", "extract_thread", "thread_time_zone"]
+
+TIME_ZONE_KEY = "timeZone"
+
+
+@dataclass(frozen=True)
+class ThreadExtraction:
+    """What one run did: windows read now, windows an earlier run had read, model calls,
+    items written (new states and merges)."""
+
+    windows: int
+    skipped: int
+    calls: int
+    items: int
+
+
+def thread_time_zone(thread: Thread) -> str:
+    zone = (thread.metadata or {}).get(TIME_ZONE_KEY)
+    return zone if isinstance(zone, str) and zone else str(memory_settings.EXTRACTION["TIME_ZONE"])
+
+
+def _unread(path: list[Entry], thread_id: str) -> tuple[list[Entry], int]:
+    """The entries after the last one an earlier run read on this branch, and how many
+    windows of this branch were read before."""
+    position = {entry.pk: index for index, entry in enumerate(path)}
+    read = ExtractionWindow.objects.filter(thread_id=thread_id, version=EXTRACTOR_VERSION)
+    ends = [
+        position[last] for last in read.values_list("last_entry_id", flat=True) if last in position
+    ]
+    if not ends:
+        return path, 0
+    return path[max(ends) + 1 :], len(ends)
+
+
+def extract_thread(
+    thread_id: str,
+    *,
+    summarize: Summarize | None = None,
+    mode: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ThreadExtraction:
+    """Extract the items of the thread's active branch that no run has read yet.
+
+    ``summarize``: the configured model when None (``LLMUnavailable`` without one).
+    ``progress(done, total)`` is called after each window. Raises ``ThreadNotFound``,
+    ``LLMError`` and ``ExtractionAnswerError``; the windows before a failure are kept.
+    """
+    thread = Thread.objects.filter(pk=thread_id).first() if isinstance(thread_id, str) else None
+    if thread is None:
+        raise ThreadNotFound(str(thread_id))
+    config = memory_settings.EXTRACTION
+    extractor = MemoryExtractor(
+        summarize=summarize or require_summarizer("Extraction of memory items"),
+        window_tokens=int(config["WINDOW_TOKENS"]),
+        max_tokens=int(config["MAX_TOKENS"]),
+        mode=mode or str(config["MODE"]),
+    )
+    path = selectors.get_path(thread.pk)
+    entries, skipped = _unread(path, thread.pk)
+    scope = MemoryScope(thread.agent_id, user_id=thread.user_id)
+    time_zone = thread_time_zone(thread)
+    windows = extractor.windows(entries)
+    calls = written = 0
+    for done, window in enumerate(windows, start=1):
+        result = ExtractionResult()
+        elements = extractor.read_window(window, time_zone, result)
+        try:
+            with transaction.atomic():
+                record = ExtractionWindow.objects.create(
+                    thread=thread,
+                    first_entry_id=window[0].pk,
+                    last_entry_id=window[-1].pk,
+                    version=EXTRACTOR_VERSION,
+                    entries=len(window),
+                    calls=result.calls,
+                )
+                writes = extractor.write_window(
+                    window, elements, scope=scope, time_zone=time_zone, result=result
+                )
+                record.items_written = len(writes)
+                record.save(update_fields=["items_written"])
+        except IntegrityError:
+            logger.info(
+                "Window %s..%s of %s was read by another run.",
+                window[0].pk,
+                window[-1].pk,
+                thread.pk,
+            )
+            skipped += 1
+            continue
+        calls += result.calls
+        written += len(writes)
+        if progress is not None:
+            progress(done, len(windows))
+    return ThreadExtraction(windows=len(windows), skipped=skipped, calls=calls, items=written)

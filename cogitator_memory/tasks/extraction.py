@@ -1,0 +1,69 @@
+"""Extraction of memory items in the background.
+
+``extract_thread_task`` takes a thread id and calls ``extract_thread``: each window of the
+branch is read once whatever the number of deliveries (the windows' natural key), so the
+task is acknowledged late and retried with backoff when the model fails.
+``schedule_extraction`` enqueues it a while after new entries (``DEBOUNCE_SECONDS``),
+once per thread and while, so a burst of entries is read in one run.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from django.core.cache import cache
+from django.db import OperationalError
+
+from cogitator_memory.conf import memory_settings
+from cogitator_memory.exceptions import ExtractionAnswerError, LLMError, ThreadNotFound
+from cogitator_memory.items.thread_extraction import extract_thread
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["extract_thread_task", "schedule_extraction"]
+
+# A failing model is waited out: 2 s, 4 s ... up to 10 minutes apart, about an hour in all.
+TASK_MAX_RETRIES = 8
+TASK_RETRY_BACKOFF_MAX = 600
+PENDING_KEY = "cogitator_memory:extraction-pending:{thread_id}"
+
+
+@shared_task(
+    bind=True,
+    autoretry_for=(LLMError, ExtractionAnswerError, OperationalError),
+    retry_backoff=True,
+    retry_backoff_max=TASK_RETRY_BACKOFF_MAX,
+    retry_jitter=True,
+    max_retries=TASK_MAX_RETRIES,
+    acks_late=True,
+)
+def extract_thread_task(self, thread_id: str) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    """Extract the thread's unread windows; returns what the run did."""
+    cache.delete(PENDING_KEY.format(thread_id=thread_id))
+    try:
+        done = extract_thread(
+            thread_id,
+            progress=lambda done, total: self.update_state(
+                state="PROGRESS", meta={"done": done, "total": total}
+            ),
+        )
+    except ThreadNotFound:
+        logger.info("Not extracting thread %s: it is gone.", thread_id)
+        return {"windows": 0, "skipped": 0, "calls": 0, "items": 0}
+    return {
+        "windows": done.windows,
+        "skipped": done.skipped,
+        "calls": done.calls,
+        "items": done.items,
+    }
+
+
+def schedule_extraction(thread_id: str) -> bool:
+    """Enqueue the thread's extraction after ``DEBOUNCE_SECONDS``, unless one is pending.
+    Returns whether it enqueued."""
+    delay = int(memory_settings.EXTRACTION["DEBOUNCE_SECONDS"])
+    if not cache.add(PENDING_KEY.format(thread_id=thread_id), True, timeout=delay + 60):
+        return False
+    extract_thread_task.apply_async(args=(thread_id,), countdown=delay)
+    return True
