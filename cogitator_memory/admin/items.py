@@ -120,7 +120,43 @@ class MemoryItemAdmin(LargeTableAdmin):
     sortable_by = ("recorded_at",)
     list_select_related = ("subject",)
     actions = ["activate_selected", "reject_selected", "let_go_selected"]
-    fields = (
+    fieldsets = (
+        (
+            None,
+            {
+                "fields": (
+                    ("subject", "attribute"),
+                    "value",
+                    "content",
+                    ("kind", "status"),
+                    ("trust", "verified", "confidence"),
+                )
+            },
+        ),
+        (_("Scope"), {"fields": (("agent_id", "user_id"), ("project_id", "thread_id"))}),
+        (
+            _("Time"),
+            {
+                "fields": (
+                    ("valid_from", "valid_to", "ends_at"),
+                    ("recorded_at", "activated_at", "expired_at"),
+                )
+            },
+        ),
+        (
+            _("Record"),
+            {
+                "classes": ("collapse",),
+                "fields": (
+                    "id",
+                    ("times_retrieved", "last_retrieved_at"),
+                    "stale_because",
+                    "metadata",
+                ),
+            },
+        ),
+    )
+    readonly_fields = (
         "id",
         "kind",
         "subject",
@@ -146,7 +182,6 @@ class MemoryItemAdmin(LargeTableAdmin):
         "stale_because",
         "metadata",
     )
-    readonly_fields = fields
 
     class Media:
         css = {"all": ["cogitator_memory/review.css"]}
