@@ -41,6 +41,7 @@ venv: $(STAMP)
 run: $(STAMP)
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py ensure_demo_admin
+	$(BIN)/python manage.py load_demo
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 # Debian packages the suite needs (docker-compose), installed with apt-get when root.

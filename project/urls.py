@@ -1,8 +1,11 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 urlpatterns = [
+    # The demo's front page is its admin: threads, memory items to review, grants.
+    path("", RedirectView.as_view(url="/admin/", permanent=False), name="home"),
     path("admin/", admin.site.urls),
     path("api/memory/", include("cogitator_memory.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
