@@ -1,7 +1,7 @@
 """Load the demo conversation once and extract its memory items in shadow mode.
 
 Demo data: ``project/demo/data/conversation.json`` is an invented conversation, and
-``extraction-answers.json`` holds the answers a model gave for it, replayed by the
+``extraction-answers.json`` holds extraction answers written for it, replayed by the
 scripted model, so the demo shows suggested items (with their quotes) to review without
 any model being reachable. Running it again changes nothing.
 """
