@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from benchdb import DATA_DIR, database_opener, setup_django
 
@@ -54,6 +55,8 @@ OUTBOX_TOPICS = ["embeddings.delete_sources", "embeddings.set_owner"]
 RARE_TOPIC = "bench.rare"
 RARE_ENTRY_TYPE = "interrupt"
 RARE_EVERY = 1_000
+# Pages of a filter no row matches: they list nothing.
+EMPTY_PAGES = {"entries_by_absent_role", "entries_today"}
 # The day of the month the date drill-down is measured on.
 DRILL_DAY = 15
 
@@ -238,6 +241,7 @@ def fill(database: str, rows: int, now: datetime) -> dict[str, Any]:
         with connection.cursor() as cursor:
             cursor.execute("VACUUM ANALYZE")
     return {
+        "now": now,
         "superuser": superuser,
         "staff": staff,
         "day": (month_start.year, month_start.month, DRILL_DAY),
@@ -250,6 +254,17 @@ def fill(database: str, rows: int, now: datetime) -> dict[str, Any]:
 
 def pages(filled: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(name, who, URL) of every page measured."""
+    midnight = filled["now"].replace(hour=0, minute=0, second=0)
+
+    def created(since: str) -> str:
+        # The parameters of the date filter's "Today" and "This year".
+        if since == "today":
+            start, end = midnight, midnight + timedelta(days=1)
+        else:
+            start = midnight.replace(month=1, day=1)
+            end = start.replace(year=start.year + 1)
+        return urlencode({"created_at__gte": str(start), "created_at__lt": str(end)})
+
     year, month, day = filled["day"]
     drill = f"updated_at__year={year}&updated_at__month={month}&updated_at__day={day}"
     threads = "/admin/cogitator_memory/thread/"
@@ -265,6 +280,10 @@ def pages(filled: dict[str, Any]) -> list[tuple[str, str, str]]:
         ("entries_by_type", "superuser", f"{entries}?type__exact=label"),
         ("entries_by_rare_type", "superuser", f"{entries}?type__exact={RARE_ENTRY_TYPE}"),
         ("entries_by_absent_role", "superuser", f"{entries}?role__exact=system"),
+        ("entries_today", "superuser", f"{entries}?{created('today')}"),
+        ("entries_this_year", "superuser", f"{entries}?{created('year')}"),
+        # The entry list has no action column: created_at is its seventh column.
+        ("entries_newest_first", "superuser", f"{entries}?o=-6"),
         ("grants", "superuser", grants),
         ("grants_by_agent", "superuser", f"{grants}?agent_id={filled['grant_agent']}"),
         ("outbox", "superuser", outbox),
@@ -284,7 +303,7 @@ def check_page(name: str, url: str, response: Any) -> int:
     html = response.content.decode()
     start = html.find("<tbody>")
     listed = html.count("<tr", start, html.find("</tbody>", start)) if start >= 0 else 0
-    if bool(listed) == name.endswith("_absent_role"):
+    if bool(listed) == (name in EMPTY_PAGES):
         raise RuntimeError(f"{name}: {url} lists {listed} rows")
     return listed
 

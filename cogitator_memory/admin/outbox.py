@@ -29,9 +29,10 @@ class OutboxMessageAdmin(LargeTableAdmin):
     list_display = ("id", "topic", "attempts", "next_attempt_at", "created_at", "last_error")
     list_filter = (TopicFilter,)
     ordering = ("id",)
-    # Columns an index sorts (the key, cm_outbox_topic, cm_outbox_due); an outage can
-    # leave millions of messages waiting.
-    sortable_by = ("id", "topic", "next_attempt_at")
+    # Sorted by the key only: an outage can leave millions of messages waiting, and the
+    # other indexes (cm_outbox_topic, cm_outbox_due) end with the key ascending, so a
+    # descending sort by topic or next attempt would sort whole groups of messages.
+    sortable_by = ("id",)
     readonly_fields = (
         "topic",
         "payload",

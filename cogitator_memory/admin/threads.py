@@ -78,8 +78,10 @@ class ThreadAdmin(LargeTableAdmin):
     search_fields = ("id", "agent_id", "metadata")
     date_hierarchy = "updated_at"
     ordering = ("-updated_at", "-id")
-    # Columns an index sorts (cm_thread_updated, cm_thread_agent_updated, the key).
-    sortable_by = ("id", "agent_id", "updated_at")
+    # Columns an index sorts both ways (cm_thread_updated, the key). Not the agent: its
+    # index holds each agent's threads newest first, so a descending sort by agent would
+    # sort all the threads of an agent, and a filter by agent serves better.
+    sortable_by = ("id", "updated_at")
     readonly_fields = (
         "id",
         "agent_id",
@@ -280,8 +282,10 @@ class EntryAdmin(LargeTableAdmin):
     search_fields = ("id", "thread__id")
     list_select_related = ("thread",)
     ordering = ("thread", "-seq")
-    # Columns an index sorts (the thread's entries by seq, the key).
-    sortable_by = ("id", "thread")
+    # Columns an index sorts both ways (the key, cm_entry_thread_seq, cm_entry_created).
+    # Type and role are not: sorted descending, all entries of a type or role would be
+    # sorted by thread, which their indexes hold ascending.
+    sortable_by = ("id", "thread", "created_at")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Entry]:
         """Entries of the threads the user may see. The list page leaves out tool calls

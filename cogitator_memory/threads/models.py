@@ -198,6 +198,10 @@ class Entry(models.Model):
         ]
         indexes = [
             models.Index(fields=["thread", "created_at", "seq"], name="cm_entry_thread_time"),
+            # The admin's entry filters, each in the list's order (thread, then seq).
+            models.Index(fields=["type", "thread", "seq"], name="cm_entry_type"),
+            models.Index(fields=["role", "thread", "seq"], name="cm_entry_role"),
+            models.Index(fields=["created_at"], name="cm_entry_created"),
         ]
 
     def __str__(self) -> str:
