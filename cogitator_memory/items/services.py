@@ -69,6 +69,15 @@ OPEN_STATUSES = (ItemStatus.SUGGESTED, ItemStatus.ACTIVE, ItemStatus.SUPERSEDED)
 # What a query returns unless asked for more: what held, read from the times.
 DEFAULT_QUERY_STATUSES = (ItemStatus.ACTIVE, ItemStatus.SUPERSEDED)
 MAX_TEXT = 10_000
+LAYOUT_FIELDS = (
+    "id",
+    "status",
+    "valid_from",
+    "valid_to",
+    "valid_to_known_at",
+    "ends_at",
+    "recorded_at",
+)
 MAX_NAME = 255
 
 
@@ -251,10 +260,12 @@ class MemoryItems:
         of threads of the item's agent count (and, with ``access``, only those the caller
         may see); a quote of any other entry stands on nothing and holds nowhere."""
         ids = [quote.entry_id for quote in evidence if isinstance(quote.entry_id, str)]
-        entries = Entry.objects.filter(pk__in=ids, thread__agent_id=scope.agent_id)
-        if access is not None:
-            entries = entries.visible_to(access)
-        found = {entry.pk: entry for entry in entries}
+        found: dict[str, Entry] = {}
+        if ids:
+            entries = Entry.objects.filter(pk__in=ids, thread__agent_id=scope.agent_id)
+            if access is not None:
+                entries = entries.visible_to(access)
+            found = {entry.pk: entry for entry in entries}
         checked = []
         for quote in evidence:
             entry = found.get(quote.entry_id) if quote.entry_id else None
@@ -306,21 +317,24 @@ class MemoryItems:
                 self._contradict(latest, new.trust)
             item = self._create(scope, entity, new, verified, now, said_at, activate=activate)
             merged = False
-        Evidence.objects.bulk_create(
-            [
-                Evidence(
-                    item=item,
-                    entry=entry,
-                    tool_call_id=quote.tool_call_id,
-                    file_range=dict(quote.file_range) if quote.file_range else None,
-                    quote=quote.quote,
-                    verified=holds,
-                )
-                for quote, entry, holds in quotes
-            ]
-        )
-        layout_slot(Slot(entity.pk, new.attribute), scope, known_at=now)
-        item.refresh_from_db()
+        if quotes:
+            Evidence.objects.bulk_create(
+                [
+                    Evidence(
+                        item=item,
+                        entry=entry,
+                        tool_call_id=quote.tool_call_id,
+                        file_range=dict(quote.file_range) if quote.file_range else None,
+                        quote=quote.quote,
+                        verified=holds,
+                    )
+                    for quote, entry, holds in quotes
+                ]
+            )
+        for state in layout_slot(Slot(entity.pk, new.attribute), scope, known_at=now):
+            if state.pk == item.pk:
+                item.valid_to, item.valid_to_known_at = state.valid_to, state.valid_to_known_at
+                item.status = state.status
         return Written(item, merged)
 
     def _create(
@@ -570,17 +584,19 @@ class MemoryItems:
         return list(items.select_related("subject").in_timeline_order())
 
 
-def layout_slot(slot: Slot, scope: MemoryScope, *, known_at: datetime) -> int:
+def layout_slot(slot: Slot, scope: MemoryScope, *, known_at: datetime) -> list[MemoryItem]:
     """Lay the slot's timeline out again in one exact scope: its active, superseded and
     let-go states in order of validity, each closed where the next starts (or at the end
     it was given, if earlier) and the last open; every state but a let-go one superseded
     when another follows it, active when none does. A changed end is stamped ``known_at``,
-    so a read of what memory knew earlier leaves it out. Returns how many rows changed."""
+    so a read of what memory knew earlier leaves it out. Returns the states it changed."""
     states = list(
         MemoryItem.objects.of_slot(slot.subject_id, slot.attribute)
         .of_exact_scope(scope)
         .with_statuses(list(TIMELINE_STATUSES))
         .in_timeline_order()
+        # What the layout reads and writes, not the texts and JSON of every state.
+        .only(*LAYOUT_FIELDS)
         .select_for_update()
     )
     changed: list[MemoryItem] = []
@@ -597,6 +613,10 @@ def layout_slot(slot: Slot, scope: MemoryScope, *, known_at: datetime) -> int:
                 state.valid_to_known_at = known_at
             state.valid_to, state.status = end, status
             changed.append(state)
-    if changed:
-        MemoryItem.objects.bulk_update(changed, ["valid_to", "valid_to_known_at", "status"])
-    return len(changed)
+    # Usually one or two states change (the one before a new state, and the new one): an
+    # UPDATE each costs less than one bulk CASE statement.
+    for state in changed:
+        MemoryItem.objects.filter(pk=state.pk).update(
+            valid_to=state.valid_to, valid_to_known_at=state.valid_to_known_at, status=state.status
+        )
+    return changed
