@@ -55,6 +55,8 @@ OUTBOX_TOPICS = ["embeddings.delete_sources", "embeddings.set_owner"]
 RARE_TOPIC = "bench.rare"
 RARE_ENTRY_TYPE = "interrupt"
 RARE_EVERY = 1_000
+# Subjects the memory items are about.
+ITEM_SUBJECTS = 2_000
 # Pages of a filter no row matches: they list nothing.
 EMPTY_PAGES = {"entries_by_absent_role", "entries_today"}
 # The day of the month the date drill-down is measured on.
@@ -234,6 +236,7 @@ def fill(database: str, rows: int, now: datetime) -> dict[str, Any]:
                 for n in range(rows)
             ),
         )
+    has_items = fill_items(database, rows, month_start, month_end, staff)
     if connection.vendor == "postgresql":
         # As autovacuum would after a load this size: statistics for the planner, the
         # visibility map for index-only scans.
@@ -242,11 +245,62 @@ def fill(database: str, rows: int, now: datetime) -> dict[str, Any]:
             cursor.execute("VACUUM ANALYZE")
     return {
         "now": now,
+        "items": has_items,
         "superuser": superuser,
         "staff": staff,
         "day": (month_start.year, month_start.month, DRILL_DAY),
         "grant_agent": f"grant-agent-{(rows // GRANT_USERS) // 2:04d}",
     }
+
+
+def fill_items(database: str, rows: int, start: datetime, end: datetime, staff: Any) -> bool:
+    """``rows`` memory items of 2,000 subjects, recorded during last month, one in ten
+    suggested (the review queue the list opens on), the others active; False, and
+    nothing written, when the app has no memory item list."""
+    from django.contrib import admin
+    from django.contrib.auth.models import Permission
+    from django.db import transaction
+
+    try:
+        from cogitator_memory.items.models import Entity, MemoryItem
+    except ImportError:
+        return False
+    if not admin.site.is_registered(MemoryItem):
+        return False
+    rng = random.Random(SEED + 1)
+    subjects = [
+        Entity(id=f"ent_{n:032x}", agent_id=AGENTS[n % len(AGENTS)], name=f"Subject {n}")
+        for n in range(ITEM_SUBJECTS)
+    ]
+    for subject in subjects:
+        subject.key = subject.name.lower()
+    log(database, f"writing {rows:,} memory items")
+    with transaction.atomic():
+        Entity.objects.bulk_create(subjects)
+        for first in range(0, rows, 10_000):
+            batch = []
+            for n in range(first, min(rows, first + 10_000)):
+                recorded_at = start + (end - start) * rng.random()
+                batch.append(
+                    MemoryItem(
+                        id=f"item_{rng.getrandbits(128):032x}",
+                        kind="fact",
+                        subject_id=subjects[n % ITEM_SUBJECTS].id,
+                        agent_id=AGENTS[n % len(AGENTS)],
+                        user_id=f"user-{rng.randrange(1_000):03d}",
+                        attribute=f"attribute {n % 50}",
+                        value=f"value {n}",
+                        content=f"Subject {n % ITEM_SUBJECTS} has value {n}.",
+                        trust="model",
+                        confidence=0.7,
+                        status="suggested" if rng.random() < 0.1 else "active",
+                        valid_from=recorded_at,
+                        recorded_at=recorded_at,
+                    )
+                )
+            MemoryItem.objects.bulk_create(batch)
+    staff.user_permissions.add(Permission.objects.get(codename="view_memoryitem"))
+    return True
 
 
 # --- the pages -------------------------------------------------------------------------
@@ -271,6 +325,14 @@ def pages(filled: dict[str, Any]) -> list[tuple[str, str, str]]:
     entries = "/admin/cogitator_memory/entry/"
     grants = "/admin/cogitator_memory/grant/"
     outbox = "/admin/cogitator_memory/outboxmessage/"
+    items = "/admin/cogitator_memory/memoryitem/"
+    # The memory item list, when the app has one.
+    superuser_items = [
+        ("items", "superuser", items),
+        ("items_every_status", "superuser", f"{items}?status=all"),
+        ("items_by_agent", "superuser", f"{items}?agent_id=agent-07"),
+    ]
+    staff_items = [("items", "staff", items)]
     return [
         ("threads", "superuser", threads),
         ("threads_by_agent", "superuser", f"{threads}?agent_id=agent-07"),
@@ -288,10 +350,12 @@ def pages(filled: dict[str, Any]) -> list[tuple[str, str, str]]:
         ("grants_by_agent", "superuser", f"{grants}?agent_id={filled['grant_agent']}"),
         ("outbox", "superuser", outbox),
         ("outbox_by_rare_topic", "superuser", f"{outbox}?topic={RARE_TOPIC}"),
+        *(superuser_items if filled["items"] else []),
         ("threads", "staff", threads),
         ("threads_by_agent", "staff", f"{threads}?agent_id={STAFF_AGENT}"),
         ("threads_by_day", "staff", f"{threads}?{drill}"),
         ("entries", "staff", entries),
+        *(staff_items if filled["items"] else []),
     ]
 
 
