@@ -211,6 +211,8 @@ class MemoryItem(ScopeFields):
             models.Index(fields=["agent_id", "user_id", "status"], name="cm_item_owner_status"),
             models.Index(fields=["agent_id", "-recorded_at"], name="cm_item_agent_recorded"),
             models.Index(fields=["status", "-recorded_at"], name="cm_item_status_recorded"),
+            # The review list of every status, newest first (ties by id).
+            models.Index(fields=["-recorded_at", "-id"], name="cm_item_recorded"),
         ]
 
     def __str__(self) -> str:
