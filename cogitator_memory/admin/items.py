@@ -263,8 +263,31 @@ class MemoryItemAdmin(LargeTableAdmin):
         )
         return True
 
-    def _service(self, request: HttpRequest) -> tuple[MemoryItems, Any]:
-        return MemoryItems(), scope_for_user(request.user)
+    def _review(
+        self, request: HttpRequest, chosen: list[MemoryItem], action: str, reason: str = ""
+    ) -> None:
+        """Run one review action ("activate", "reject", "let_go") on every chosen item or
+        none, as the reviewer (their grants narrow the service call too)."""
+        items, access = MemoryItems(), scope_for_user(request.user)
+        runs: dict[str, tuple[Sequence[str], Callable[[list[str]], list[str]], str]] = {
+            "activate": (
+                ACTIVATABLE,
+                lambda ids: items.activate(ids, access=access),
+                gettext("activated"),
+            ),
+            "reject": (
+                REJECTABLE,
+                lambda ids: items.reject(ids, reason, access=access),
+                gettext("rejected: %(reason)s") % {"reason": reason},
+            ),
+            "let_go": (
+                LETTABLE,
+                lambda ids: items.let_go(ids, access=access),
+                gettext("let go"),
+            ),
+        }
+        allowed, change, done = runs[action]
+        self._apply(request, chosen, allowed=allowed, change=change, done=done)
 
     def _selected(
         self, request: HttpRequest, queryset: QuerySet[MemoryItem]
@@ -290,30 +313,14 @@ class MemoryItemAdmin(LargeTableAdmin):
     @admin.action(description=_("Activate the selected items"), permissions=["activate"])
     def activate_selected(self, request: HttpRequest, queryset: QuerySet[MemoryItem]) -> None:
         chosen = self._selected(request, queryset)
-        if chosen is None:
-            return
-        items, access = self._service(request)
-        self._apply(
-            request,
-            chosen,
-            allowed=ACTIVATABLE,
-            change=lambda ids: items.activate(ids, access=access),
-            done=gettext("activated"),
-        )
+        if chosen is not None:
+            self._review(request, chosen, "activate")
 
     @admin.action(description=_("Let the selected items go"), permissions=["let_go"])
     def let_go_selected(self, request: HttpRequest, queryset: QuerySet[MemoryItem]) -> None:
         chosen = self._selected(request, queryset)
-        if chosen is None:
-            return
-        items, access = self._service(request)
-        self._apply(
-            request,
-            chosen,
-            allowed=LETTABLE,
-            change=lambda ids: items.let_go(ids, access=access),
-            done=gettext("let go"),
-        )
+        if chosen is not None:
+            self._review(request, chosen, "let_go")
 
     @admin.action(description=_("Reject the selected items…"), permissions=["reject"])
     def reject_selected(
@@ -322,16 +329,8 @@ class MemoryItemAdmin(LargeTableAdmin):
         reason = request.POST.get("reason", "").strip()
         if request.POST.get("confirmed") and reason:
             chosen = self._selected(request, queryset)
-            if chosen is None:
-                return None
-            items, access = self._service(request)
-            self._apply(
-                request,
-                chosen,
-                allowed=REJECTABLE,
-                change=lambda ids: items.reject(ids, reason[:MAX_REASON], access=access),
-                done=gettext("rejected: %(reason)s") % {"reason": reason[:MAX_REASON]},
-            )
+            if chosen is not None:
+                self._review(request, chosen, "reject", reason[:MAX_REASON])
             return None
         context = {
             **self.admin_site.each_context(request),
@@ -373,53 +372,28 @@ class MemoryItemAdmin(LargeTableAdmin):
             )
         )
 
-    def activate_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        if not self.has_activate_permission(request):
-            raise PermissionDenied
-        item = self._item(request, object_id)
-        items, access = self._service(request)
-        self._apply(
-            request,
-            [item],
-            allowed=ACTIVATABLE,
-            change=lambda ids: items.activate(ids, access=access),
-            done=gettext("activated"),
-        )
-        return self._back(item)
-
-    def reject_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        if not self.has_reject_permission(request):
+    def _item_action(self, request: HttpRequest, object_id: str, action: str) -> HttpResponse:
+        """One review action on the item's page: its permission first, then the item."""
+        if not self._may(request, action):
             raise PermissionDenied
         item = self._item(request, object_id)
         reason = request.POST.get("reason", "").strip()[:MAX_REASON]
-        if not reason:
+        if action == "reject" and not reason:
             self.message_user(
                 request, gettext("Give the reason for the rejection."), messages.ERROR
             )
-            return self._back(item)
-        items, access = self._service(request)
-        self._apply(
-            request,
-            [item],
-            allowed=REJECTABLE,
-            change=lambda ids: items.reject(ids, reason, access=access),
-            done=gettext("rejected: %(reason)s") % {"reason": reason},
-        )
+        else:
+            self._review(request, [item], action, reason)
         return self._back(item)
 
+    def activate_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return self._item_action(request, object_id, "activate")
+
+    def reject_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return self._item_action(request, object_id, "reject")
+
     def let_go_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        if not self.has_let_go_permission(request):
-            raise PermissionDenied
-        item = self._item(request, object_id)
-        items, access = self._service(request)
-        self._apply(
-            request,
-            [item],
-            allowed=LETTABLE,
-            change=lambda ids: items.let_go(ids, access=access),
-            done=gettext("let go"),
-        )
-        return self._back(item)
+        return self._item_action(request, object_id, "let_go")
 
     def _quotes(self, item: MemoryItem) -> list[QuoteView]:
         shown = []
