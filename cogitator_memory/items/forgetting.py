@@ -38,7 +38,8 @@ class ItemsOnEntries:
         purged = [pk for pk, quotes, of_these in touched if quotes == of_these]
         revised = [pk for pk, quotes, of_these in touched if quotes != of_these]
         gone = set(ids)
-        MemoryItems().revise_evidence(revised, keep=lambda evidence: evidence.entry_id not in gone)
+        items = MemoryItems()
+        items.revise_evidence(revised, keep=lambda evidence: evidence.entry_id not in gone)
         if purged:
             slots = {
                 (Slot(item.subject_id, item.attribute), MemoryScope.of(item))
@@ -47,8 +48,9 @@ class ItemsOnEntries:
             subjects = {slot.subject_id for slot, _scope in slots}
             Evidence.objects.filter(item_id__in=purged).delete()
             MemoryItem.objects.filter(pk__in=purged).delete()
+            now = items.clock()
             for slot, scope in slots:
-                layout_slot(slot, scope, known_at=MemoryItems().clock())
+                layout_slot(slot, scope, known_at=now)
             Entity.objects.filter(pk__in=subjects, items__isnull=True).delete()
 
     def owner_changed(self, thread_id: str, agent_id: str, user_id: str | None) -> None:
