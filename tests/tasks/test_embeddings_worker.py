@@ -1,6 +1,6 @@
-"""End to end: a real Celery worker of the project, on the local Redis broker and on the
-test's own database, keeps the message index in step with the entries the test writes, and
-runs the periodic sweeper tasks.
+"""End to end: a real Celery worker of the project (``tests/tasks/workers.py``), on the
+local Redis broker and on the test's own database, keeps the message index in step with the
+entries the test writes, and runs the periodic sweeper tasks.
 
 The worker is ``celery -A project worker --pool=solo`` in a subprocess, told its database
 by ``DATABASE_URL`` (the test database: the SQLite file of this process, or the test
@@ -12,19 +12,9 @@ run's own on database 14, so runs side by side never take each other's tasks.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-import uuid
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from urllib.parse import quote, urlencode
+from collections.abc import Iterator
 
 import pytest
-import redis
-from celery import Celery
-from django.db import connection
 from django.test import override_settings
 
 from cogitator_memory.embeddings.entry_vectors import DELETE_SOURCES
@@ -34,23 +24,9 @@ from cogitator_memory.outbox.models import OutboxMessage
 from cogitator_memory.tasks.sweeper import prune_vectors_task, sweep_outbox_task
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Entry, Thread
-from project.celery import app as project_celery_app
 from tests.embeddings.fakes import HASH_EMBEDDINGS
+from tests.tasks.workers import Worker, running_worker, sending_to, wait_until
 
-BASE_DIR = Path(__file__).resolve().parent.parent.parent
-BROKER_URL = "redis://127.0.0.1:6379/14"
-# Bounds each wait, worker start-up included (about 2 s).
-WAIT_SECONDS = 20
-POLL_SECONDS = 0.1
-
-# Variables of this process that would leak into the worker's settings.
-PROJECT_VARIABLES = (
-    "DATABASE_URL",
-    "CELERY_BROKER_URL",
-    "CELERY_RESULT_BACKEND",
-    "DJANGO_SETTINGS_MODULE",
-    "COGITATOR_TEST_DATABASE",
-)
 # The worker's embedding settings: those of the test process (HASH_EMBEDDINGS).
 WORKER_EMBEDDINGS = {
     "COGITATOR_MEMORY_EMBEDDINGS_PROVIDER": HASH_EMBEDDINGS["PROVIDER"],
@@ -62,149 +38,26 @@ WORKER_EMBEDDINGS = {
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def worker_database_url() -> str:
-    """The URL of the database this test process uses, for the worker."""
-    settings = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{settings['NAME']}"
-    credentials = (
-        f"{quote(settings['USER'] or '', safe='')}:{quote(settings['PASSWORD'] or '', safe='')}"
-    )
-    # The embedded server's URL names its socket directory in the query, which Django
-    # keeps in OPTIONS.
-    options = settings.get("OPTIONS") or {}
-    host = str(settings["HOST"] or options.get("host") or "")
-    port = str(settings["PORT"] or options.get("port") or "")
-    if host.startswith("/"):
-        # A Unix socket directory, as the embedded server gives.
-        query = urlencode({"host": host, **({"port": port} if port else {})})
-        return f"postgres://{credentials}@/{settings['NAME']}?{query}"
-    return f"postgres://{credentials}@{host}:{port}/{settings['NAME']}"
-
-
-class Worker:
-    """A running worker and where it reads its tasks."""
-
-    def __init__(self, queue: str, log_path: Path) -> None:
-        self.queue = queue
-        self.log_path = log_path
-
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-
-def remove_queue_keys(broker: redis.Redis, queue: str) -> None:
-    """Delete what this run left in Redis: its queue, bindings and control queue, and its
-    worker in the shared binding sets (FLUSHDB would also empty a run beside this one)."""
-    keys = list(broker.scan_iter(match=f"*{queue}*"))
-    if keys:
-        broker.delete(*keys)
-    for key in broker.scan_iter(match="_kombu.binding.*"):
-        members = [member for member in broker.smembers(key) if queue.encode() in member]
-        if members:
-            broker.srem(key, *members)
-    # Expiry times kombu keeps of binding sets; drop those of sets no longer there.
-    deadlines = "_kombu.binding_deadlines"
-    for member in broker.zrange(deadlines, 0, -1):
-        if not broker.exists(b"_kombu.binding." + member):
-            broker.zrem(deadlines, member)
-
-
 @pytest.fixture(scope="module")
 def worker(django_db_setup: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worker]:
-    broker = redis.Redis.from_url(BROKER_URL, socket_timeout=2)
-    try:
-        broker.ping()
-    except redis.RedisError as error:
-        pytest.fail(
-            f"Redis does not answer on 127.0.0.1:6379 ({error}); start it with "
-            "scripts/ensure-redis.sh (as root) or: redis-server --daemonize yes --port 6379"
-        )
-    queue = f"message-index-{uuid.uuid4().hex}"
-    log_path = tmp_path_factory.mktemp("worker") / "worker.log"
-    env = {key: value for key, value in os.environ.items() if key not in PROJECT_VARIABLES}
-    env.update(
-        DJANGO_SETTINGS_MODULE="project.settings",
-        CELERY_BROKER_URL=BROKER_URL,
-        DATABASE_URL=worker_database_url(),
-        **WORKER_EMBEDDINGS,
-    )
-    command = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "project",
-        "worker",
-        "--pool=solo",
-        # No cluster chatter: mingle alone waits a second for peers at start-up.
-        "--without-heartbeat",
-        "--without-gossip",
-        "--without-mingle",
-        "--loglevel=INFO",
-        "--queues",
-        queue,
-        "--hostname",
-        f"{queue}@%h",
-    ]
-    with log_path.open("w") as log:
-        process = subprocess.Popen(
-            command,
-            cwd=BASE_DIR,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        yield Worker(queue, log_path)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        remove_queue_keys(broker, queue)
-        broker.close()
+    folder = tmp_path_factory.mktemp("worker")
+    with running_worker(folder, "message-index", WORKER_EMBEDDINGS) as running:
+        yield running
 
 
 @pytest.fixture
 def sent_to_worker(worker: Worker) -> Iterator[Worker]:
-    """Tasks of this process go through Redis to the worker's queue, not eagerly, and
-    the message index is on with the worker's settings."""
-    sender = Celery("message-index-sender", broker=BROKER_URL, set_as_current=False)
-    sender.conf.update(
-        task_always_eager=False,
-        task_default_queue=worker.queue,
-        task_serializer="json",
-        accept_content=["json"],
-    )
-    # The tasks are shared tasks: each use resolves them in the current app.
-    sender.set_current()
-    try:
-        with override_settings(COGITATOR_MEMORY={"EMBEDDINGS": HASH_EMBEDDINGS}):
-            yield worker
-    finally:
-        project_celery_app.set_current()
-        # Not force_close_all(): kombu shares the pool of a broker URL between apps.
-        sender.close()
+    """Tasks of this process go to the worker, and the message index is on with the
+    worker's settings."""
+    with (
+        sending_to(worker),
+        override_settings(COGITATOR_MEMORY={"EMBEDDINGS": HASH_EMBEDDINGS}),
+    ):
+        yield worker
 
 
 def vectors_of(*entry_ids: str) -> list[StoredEmbedding]:
     return get_embedding_store().get_by_sources(list(entry_ids))
-
-
-def wait_until(worker: Worker, condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(
-                f"After {WAIT_SECONDS} s, still not: {what}. (The worker reads its provider "
-                "from COGITATOR_MEMORY_EMBEDDINGS_PROVIDER in project/settings.py.) "
-                f"The worker's log:\n{worker.log()}"
-            )
-        time.sleep(POLL_SECONDS)
 
 
 def add_entries(thread_id: str) -> list[Entry]:

@@ -1,0 +1,182 @@
+"""A real Celery worker of the project for the tests that claim tasks run.
+
+``running_worker`` starts ``celery -A project worker --pool=solo`` in a subprocess, told its
+database by ``DATABASE_URL`` (the test database: the SQLite file of this process, or the
+test database on the embedded PostgreSQL) and its settings by environment variables read
+in ``project/settings.py``; it reads a queue of its own on Redis database 14, so runs side
+by side never take each other's tasks. ``sending_to`` makes this process send tasks to
+that queue instead of running them eagerly.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote, urlencode
+
+import pytest
+import redis
+from celery import Celery
+from django.db import connection
+
+from project.celery import app as project_celery_app
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+BROKER_URL = "redis://127.0.0.1:6379/14"
+# Bounds each wait, worker start-up included (about 2 s).
+WAIT_SECONDS = 20
+POLL_SECONDS = 0.1
+
+# Variables of this process that would leak into the worker's settings.
+PROJECT_VARIABLES = (
+    "DATABASE_URL",
+    "CELERY_BROKER_URL",
+    "CELERY_RESULT_BACKEND",
+    "DJANGO_SETTINGS_MODULE",
+    "COGITATOR_TEST_DATABASE",
+)
+
+
+def worker_database_url() -> str:
+    """The URL of the database this test process uses, for the worker."""
+    settings = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{settings['NAME']}"
+    credentials = (
+        f"{quote(settings['USER'] or '', safe='')}:{quote(settings['PASSWORD'] or '', safe='')}"
+    )
+    # The embedded server's URL names its socket directory in the query, which Django
+    # keeps in OPTIONS.
+    options = settings.get("OPTIONS") or {}
+    host = str(settings["HOST"] or options.get("host") or "")
+    port = str(settings["PORT"] or options.get("port") or "")
+    if host.startswith("/"):
+        # A Unix socket directory, as the embedded server gives.
+        query = urlencode({"host": host, **({"port": port} if port else {})})
+        return f"postgres://{credentials}@/{settings['NAME']}?{query}"
+    return f"postgres://{credentials}@{host}:{port}/{settings['NAME']}"
+
+
+class Worker:
+    """A running worker and where it reads its tasks."""
+
+    def __init__(self, queue: str, log_path: Path) -> None:
+        self.queue = queue
+        self.log_path = log_path
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+
+def remove_queue_keys(broker: redis.Redis, queue: str) -> None:
+    """Delete what this run left in Redis: its queue, bindings and control queue, and its
+    worker in the shared binding sets (FLUSHDB would also empty a run beside this one)."""
+    keys = list(broker.scan_iter(match=f"*{queue}*"))
+    if keys:
+        broker.delete(*keys)
+    for key in broker.scan_iter(match="_kombu.binding.*"):
+        members = [member for member in broker.smembers(key) if queue.encode() in member]
+        if members:
+            broker.srem(key, *members)
+    # Expiry times kombu keeps of binding sets; drop those of sets no longer there.
+    deadlines = "_kombu.binding_deadlines"
+    for member in broker.zrange(deadlines, 0, -1):
+        if not broker.exists(b"_kombu.binding." + member):
+            broker.zrem(deadlines, member)
+
+
+@contextmanager
+def running_worker(folder: Path, name: str, settings: Mapping[str, str]) -> Iterator[Worker]:
+    """A worker of the project with ``settings`` (environment variables) on a queue named
+    after ``name``; its log in ``folder``. Stopped, and its queue removed, afterwards."""
+    broker = redis.Redis.from_url(BROKER_URL, socket_timeout=2)
+    try:
+        broker.ping()
+    except redis.RedisError as error:
+        pytest.fail(
+            f"Redis does not answer on 127.0.0.1:6379 ({error}); start it with "
+            "scripts/ensure-redis.sh (as root) or: redis-server --daemonize yes --port 6379"
+        )
+    queue = f"{name}-{uuid.uuid4().hex}"
+    log_path = folder / "worker.log"
+    env = {key: value for key, value in os.environ.items() if key not in PROJECT_VARIABLES}
+    env.update(
+        DJANGO_SETTINGS_MODULE="project.settings",
+        CELERY_BROKER_URL=BROKER_URL,
+        DATABASE_URL=worker_database_url(),
+        **settings,
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "project",
+        "worker",
+        "--pool=solo",
+        # No cluster chatter: mingle alone waits a second for peers at start-up.
+        "--without-heartbeat",
+        "--without-gossip",
+        "--without-mingle",
+        "--loglevel=INFO",
+        "--queues",
+        queue,
+        "--hostname",
+        f"{queue}@%h",
+    ]
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            command,
+            cwd=BASE_DIR,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        yield Worker(queue, log_path)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        remove_queue_keys(broker, queue)
+        broker.close()
+
+
+@contextmanager
+def sending_to(worker: Worker) -> Iterator[Worker]:
+    """Tasks of this process go through Redis to the worker's queue, not eagerly."""
+    sender = Celery(f"sender-{worker.queue}", broker=BROKER_URL, set_as_current=False)
+    sender.conf.update(
+        task_always_eager=False,
+        task_default_queue=worker.queue,
+        task_serializer="json",
+        accept_content=["json"],
+    )
+    # The tasks are shared tasks: each use resolves them in the current app.
+    sender.set_current()
+    try:
+        yield worker
+    finally:
+        project_celery_app.set_current()
+        # Not force_close_all(): kombu shares the pool of a broker URL between apps.
+        sender.close()
+
+
+def wait_until(worker: Worker, condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(
+                f"After {WAIT_SECONDS} s, still not: {what}. The worker's log:\n{worker.log()}"
+            )
+        time.sleep(POLL_SECONDS)
