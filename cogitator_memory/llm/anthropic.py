@@ -8,7 +8,6 @@ from cogitator_memory.llm.protocol import Completion, Message
 from cogitator_memory.llm.sdk import (
     NO_KEY,
     SDKSummarizer,
-    error_detail,
     reported_model,
     split_system,
     token_usage,
@@ -40,23 +39,15 @@ class AnthropicSummarizer(SDKSummarizer):
     ) -> Completion:
         system, turns = split_system(prompt, messages)
         options: dict[str, Any] = {"system": system} if system else {}
-        sdk = self.sdk
-        try:
-            response = self.sdk_client().messages.create(
+        response = self.call_generated_sdk(
+            lambda: self.sdk_client().messages.create(
                 model=model,
                 max_tokens=max_tokens,
                 messages=[dict(turn) for turn in turns],
                 **options,
-            )
-        except sdk.APIStatusError as error:
-            self.failed(error_detail(error.body, error.response.text), status=error.status_code)
-        except sdk.APITimeoutError:
-            self.no_answer_in_time()
-        except sdk.APIConnectionError as error:
-            self.failed(f"could not reach {self.base_url}: {error.__cause__ or error}")
-        except (sdk.AnthropicError, ValueError) as error:
-            # ValueError: a body that is not JSON.
-            self.unreadable(error)
+            ),
+            self.sdk.AnthropicError,
+        )
         return self.read(response, model)
 
     def read(self, response: Any, model: str) -> Completion:

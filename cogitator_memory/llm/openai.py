@@ -10,7 +10,6 @@ from cogitator_memory.llm.protocol import Completion, Message
 from cogitator_memory.llm.sdk import (
     NO_KEY,
     SDKSummarizer,
-    error_detail,
     reported_model,
     token_usage,
 )
@@ -46,20 +45,12 @@ class OpenAISummarizer(SDKSummarizer):
         sent: list[dict[str, str]] = [{"role": "system", "content": prompt}] if prompt else []
         sent += [{"role": message["role"], "content": message["content"]} for message in messages]
         budget = "max_completion_tokens" if self.is_own_endpoint else "max_tokens"
-        sdk = self.sdk
-        try:
-            response = self.sdk_client().chat.completions.create(
+        response = self.call_generated_sdk(
+            lambda: self.sdk_client().chat.completions.create(
                 model=model, messages=sent, **{budget: max_tokens}
-            )
-        except sdk.APIStatusError as error:
-            self.failed(error_detail(error.body, error.response.text), status=error.status_code)
-        except sdk.APITimeoutError:
-            self.no_answer_in_time()
-        except sdk.APIConnectionError as error:
-            self.failed(f"could not reach {self.base_url}: {error.__cause__ or error}")
-        except (sdk.OpenAIError, ValueError) as error:
-            # ValueError: a body that is not JSON.
-            self.unreadable(error)
+            ),
+            self.sdk.OpenAIError,
+        )
         return self.read(response, model)
 
     def read(self, response: Any, model: str) -> Completion:

@@ -15,7 +15,7 @@ import json
 import math
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, ClassVar, NoReturn
 
@@ -213,6 +213,23 @@ class SDKSummarizer:
         self, messages: list[Message], *, model: str, prompt: str | None, max_tokens: int
     ) -> Completion:
         raise NotImplementedError
+
+    def call_generated_sdk(self, create: Callable[[], Any], base_error: type[Exception]) -> Any:
+        """``create()`` on the OpenAI or Anthropic SDK, whose errors share their names
+        (both are generated from one template): each becomes an ``LLMError``. ``base_error``
+        is the SDK's root error class."""
+        sdk = self.sdk
+        try:
+            return create()
+        except sdk.APIStatusError as error:
+            self.failed(error_detail(error.body, error.response.text), status=error.status_code)
+        except sdk.APITimeoutError:
+            self.no_answer_in_time()
+        except sdk.APIConnectionError as error:
+            self.failed(f"could not reach {self.base_url}: {error.__cause__ or error}")
+        except (base_error, ValueError) as error:
+            # ValueError: a body that is not JSON.
+            self.unreadable(error)
 
     def failed(self, message: str, *, status: int | None = None) -> NoReturn:
         raise LLMError(self.provider, message, status=status)
