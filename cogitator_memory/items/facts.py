@@ -59,13 +59,7 @@ class CoreFactsStore:
         self.items = items or MemoryItems()
 
     def _subject(self) -> Entity | None:
-        return (
-            Entity.objects.filter(
-                agent_id=self.scope.agent_id, user_id=self.scope.user_id, key=CORE_SUBJECT
-            )
-            .order_by("pk")
-            .first()
-        )
+        return self.items.entity_named(self.scope, CORE_SUBJECT)
 
     def _current(self, key: str) -> MemoryItem | None:
         subject = self._subject()

@@ -234,22 +234,26 @@ class MemoryItems:
 
     # --- entities and quotes ---------------------------------------------------------
 
-    def _entity(self, scope: MemoryScope, name: str, kind: str) -> Entity:
-        """The entity of this name the scope sees (its own user's first), or a new one."""
-        key = entity_key(name)
-        candidates = Entity.objects.filter(agent_id=scope.agent_id, key=key).filter(
+    def entity_named(self, scope: MemoryScope, name: str) -> Entity | None:
+        """The entity of this name the scope sees (its own user's first), if there is one."""
+        candidates = Entity.objects.filter(agent_id=scope.agent_id, key=entity_key(name)).filter(
             Q(user_id__isnull=True) | Q(user_id=scope.user_id)
             if scope.user_id is not None
             else Q(user_id__isnull=True)
         )
         found = sorted(candidates, key=lambda entity: (entity.user_id is None, entity.pk))
-        if found:
-            return found[0]
+        return found[0] if found else None
+
+    def _entity(self, scope: MemoryScope, name: str, kind: str) -> Entity:
+        """The entity of this name the scope sees, or a new one."""
+        found = self.entity_named(scope, name)
+        if found is not None:
+            return found
         return Entity.objects.create(
             agent_id=scope.agent_id,
             user_id=scope.user_id,
             name=" ".join(name.split())[:MAX_NAME],
-            key=key,
+            key=entity_key(name),
             kind=kind or "",
         )
 

@@ -91,6 +91,17 @@ def test_core_facts_of_one_scope_are_not_anothers(clock: Clock) -> None:
     assert ben.get_all() == {}
 
 
+def test_a_users_core_facts_stand_beside_the_agents_own(clock: Clock) -> None:
+    agent_wide = CoreFactsStore(MemoryScope("core"), items=MemoryItems(clock=clock))
+    ana = CoreFactsStore(MemoryScope("core", user_id="ana"), items=MemoryItems(clock=clock))
+    agent_wide.set("team", "blue")
+    ana.set("name", "Ana")
+    assert ana.get("name") == "Ana"
+    assert ana.get_all()["name"] == "Ana"
+    assert agent_wide.get("name") is None
+    assert agent_wide.get_all() == {"team": "blue"}
+
+
 @pytest.mark.parametrize("key", ["", "  ", "x" * 201, "a\x00b", 3])
 def test_a_bad_key_is_refused(facts: CoreFactsStore, key) -> None:
     with pytest.raises(InvalidItem):
