@@ -279,6 +279,38 @@ class InvalidItem(InvalidInput):
     code = "invalid_item"
 
 
+class ItemNotReviewable(Conflict):
+    """A review action the item's current status does not allow (activating an active
+    item, letting go of a stale one)."""
+
+    code = "item_not_reviewable"
+
+    def __init__(self, item_id: str, status: str, action: str, allowed: list[str]) -> None:
+        super().__init__(
+            f"Memory item {item_id!r} is {status}; {action} applies to "
+            f"{' or '.join(allowed)} items only."
+        )
+        self.item_id = item_id
+        self.status = status
+
+
+class ReviewRefused(Forbidden):
+    """The principal may see the item but not make this review: reviews are made by
+    people holding the review permission, never by an API key."""
+
+    code = "review_not_permitted"
+
+
+class ExtractionRunNotFound(NotFound):
+    """No extraction run has this id (or the caller may not see its thread)."""
+
+    code = "extraction_run_not_found"
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"Extraction run not found: {run_id!r}")
+        self.run_id = run_id
+
+
 class ExtractionAnswerError(ServiceFailed):
     """The extraction model answered a window without a JSON array, try after try."""
 

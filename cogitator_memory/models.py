@@ -2,7 +2,13 @@
 
 from cogitator_memory.access.models import Grant
 from cogitator_memory.embeddings.models import Embedding
-from cogitator_memory.items.models import Entity, Evidence, ExtractionWindow, MemoryItem
+from cogitator_memory.items.models import (
+    Entity,
+    Evidence,
+    ExtractionRun,
+    ExtractionWindow,
+    MemoryItem,
+)
 from cogitator_memory.outbox.models import OutboxMessage
 from cogitator_memory.threads.models import Entry, EntryType, Role, Thread
 
@@ -12,6 +18,7 @@ __all__ = [
     "Entry",
     "EntryType",
     "Evidence",
+    "ExtractionRun",
     "ExtractionWindow",
     "Grant",
     "MemoryItem",

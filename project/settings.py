@@ -163,6 +163,10 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "EntryTypeEnum": "cogitator_memory.threads.models.EntryType",
         "RoleEnum": "cogitator_memory.threads.models.Role",
+        "ItemKindEnum": "cogitator_memory.items.models.ItemKind",
+        "ItemStatusEnum": "cogitator_memory.items.models.ItemStatus",
+        "TrustEnum": "cogitator_memory.items.models.Trust",
+        "RunStatusEnum": "cogitator_memory.items.models.RunStatus",
     },
     # 3.1: its schemas are JSON Schema, which can describe object keys (propertyNames).
     "OAS_VERSION": "3.1.0",

@@ -39,6 +39,7 @@ from cogitator_memory.admin.scale import LargeTableAdmin
 from cogitator_memory.exceptions import CogitatorMemoryError
 from cogitator_memory.items.models import Evidence, ItemStatus, MemoryItem
 from cogitator_memory.items.querysets import ItemQuerySet
+from cogitator_memory.items.review import ACTIVATABLE, LETTABLE, REJECTABLE
 from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.services import MemoryItems, Slot
 from cogitator_memory.threads.text import entry_text
@@ -46,9 +47,6 @@ from cogitator_memory.threads.text import entry_text
 __all__ = ["MemoryItemAdmin", "highlighted"]
 
 # The statuses each action takes items from.
-ACTIVATABLE = (ItemStatus.SUGGESTED, ItemStatus.STALE)
-REJECTABLE = (ItemStatus.SUGGESTED, ItemStatus.ACTIVE, ItemStatus.SUPERSEDED)
-LETTABLE = REJECTABLE
 MAX_REASON = 1000
 
 

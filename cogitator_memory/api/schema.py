@@ -28,6 +28,7 @@ from drf_spectacular.extensions import (
 from drf_spectacular.plumbing import ResolvedComponent, append_meta
 
 from cogitator_memory.api.serializers.fields import TEXT_PATTERN, schema_pattern
+from cogitator_memory.api.serializers.items import ITEM_ID_MAX_LENGTH
 from cogitator_memory.api.serializers.threads import ENTRY_ID_MAX_LENGTH, THREAD_ID
 from cogitator_memory.scope import USER_ID_KEY, USER_ID_MAX_LENGTH
 from cogitator_memory.threads.models import EVENT_TYPES, EntryType
@@ -201,6 +202,8 @@ class EntryCreateScheme(OpenApiSerializerExtension):
 PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "thread_id": {"type": "string", "pattern": schema_pattern(THREAD_ID)},
     "entry_id": {"minLength": 1, "maxLength": ENTRY_ID_MAX_LENGTH, **TEXT},
+    "item_id": {"minLength": 1, "maxLength": ITEM_ID_MAX_LENGTH, **TEXT},
+    "run_id": {"minLength": 1, "maxLength": ITEM_ID_MAX_LENGTH, **TEXT},
 }
 # Operations whose body must be given: without one it is {}, which they refuse (drf-spectacular
 # requires a body only of a serializer with required fields).
@@ -231,6 +234,7 @@ def _thread_links(*, with_entries: bool) -> dict[str, dict[str, Any]]:
         "ListEntries": {"operationId": "memory_threads_entries_list", "parameters": path},
         "AddEntry": {"operationId": "memory_threads_entries_create", "parameters": path},
         "ReadBranch": {"operationId": "memory_threads_path", "parameters": path},
+        "Extract": {"operationId": "memory_threads_extract", "parameters": path},
     }
     at_active_leaf = {
         "RewindToActiveLeaf": {
@@ -287,6 +291,18 @@ def _entry_links() -> dict[str, dict[str, Any]]:
     }
 
 
+def _item_links() -> dict[str, dict[str, Any]]:
+    """Links from an answer holding an item to the operations on it."""
+    item = {"path.item_id": ID}
+    return {
+        "ReadItem": {"operationId": "memory_items_retrieve", "parameters": item},
+        "ItsHistory": {"operationId": "memory_items_history", "parameters": item},
+        "ActivateIt": {"operationId": "memory_items_activate", "parameters": item},
+        "RejectIt": {"operationId": "memory_items_reject", "parameters": item},
+        "LetItGo": {"operationId": "memory_items_let_go", "parameters": item},
+    }
+
+
 # (operationId, status) -> the links of that answer.
 LINKS: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
     ("memory_threads_create", "201"): _thread_links(with_entries=False),
@@ -296,6 +312,13 @@ LINKS: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
     ("memory_threads_checkout", "200"): _thread_links(with_entries=True),
     ("memory_threads_entries_create", "201"): _entry_links(),
     ("memory_entries_redact", "200"): _entry_links(),
+    ("memory_threads_extract", "202"): {
+        "ReadRun": {"operationId": "memory_extractions_retrieve", "parameters": {"path.run_id": ID}}
+    },
+    ("memory_items_retrieve", "200"): _item_links(),
+    ("memory_items_activate", "200"): _item_links(),
+    ("memory_items_reject", "200"): _item_links(),
+    ("memory_items_let_go", "200"): _item_links(),
 }
 
 

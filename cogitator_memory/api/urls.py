@@ -10,6 +10,15 @@ from cogitator_memory.api.views.branches import (
     ThreadRewindView,
 )
 from cogitator_memory.api.views.entries import EntryDetailView, EntryRedactView, ThreadEntriesView
+from cogitator_memory.api.views.extraction import ExtractionRunView, ThreadExtractView
+from cogitator_memory.api.views.items import (
+    ItemActivateView,
+    ItemDetailView,
+    ItemHistoryView,
+    ItemLetGoView,
+    ItemListView,
+    ItemRejectView,
+)
 from cogitator_memory.api.views.search import SearchView
 from cogitator_memory.api.views.threads import ThreadDetailView, ThreadListView
 
@@ -25,5 +34,13 @@ urlpatterns = [
     path("threads/<str:thread_id>/fork/", ThreadForkView.as_view(), name="thread-fork"),
     path("entries/<str:entry_id>/", EntryDetailView.as_view(), name="entry-detail"),
     path("entries/<str:entry_id>/redact/", EntryRedactView.as_view(), name="entry-redact"),
+    path("threads/<str:thread_id>/extract/", ThreadExtractView.as_view(), name="thread-extract"),
+    path("extractions/<str:run_id>/", ExtractionRunView.as_view(), name="extraction-run"),
+    path("items/", ItemListView.as_view(), name="item-list"),
+    path("items/<str:item_id>/", ItemDetailView.as_view(), name="item-detail"),
+    path("items/<str:item_id>/history/", ItemHistoryView.as_view(), name="item-history"),
+    path("items/<str:item_id>/activate/", ItemActivateView.as_view(), name="item-activate"),
+    path("items/<str:item_id>/reject/", ItemRejectView.as_view(), name="item-reject"),
+    path("items/<str:item_id>/let-go/", ItemLetGoView.as_view(), name="item-let-go"),
     path("search/", SearchView.as_view(), name="search"),
 ]

@@ -364,6 +364,8 @@ class ExtractionRun(models.Model):
     created_at = models.DateTimeField(_("created at"), default=timezone.now, editable=False)
     started_at = models.DateTimeField(_("started at"), null=True, blank=True)
     finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
+    # Touched by every step of the task: an open run silent for long is taken as lost.
+    updated_at = models.DateTimeField(_("updated at"), default=timezone.now, editable=False)
 
     class Meta:
         verbose_name = _("extraction run")

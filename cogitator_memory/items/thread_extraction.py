@@ -73,8 +73,9 @@ def extract_thread(
     """Extract the items of the thread's active branch that no run has read yet.
 
     ``summarize``: the configured model when None (``LLMUnavailable`` without one).
-    ``progress(done, total)`` is called after each window. Raises ``ThreadNotFound``,
-    ``LLMError`` and ``ExtractionAnswerError``; the windows before a failure are kept.
+    ``progress(done, total)`` is called once the windows are known and after each one.
+    Raises ``ThreadNotFound``, ``LLMError`` and ``ExtractionAnswerError``; the windows
+    before a failure are kept.
     """
     thread = Thread.objects.filter(pk=thread_id).first() if isinstance(thread_id, str) else None
     if thread is None:
@@ -92,6 +93,8 @@ def extract_thread(
     time_zone = thread_time_zone(thread)
     windows = extractor.windows(entries)
     calls = written = 0
+    if progress is not None:
+        progress(0, len(windows))
     for done, window in enumerate(windows, start=1):
         result = ExtractionResult()
         elements = extractor.read_window(window, time_zone, result)
@@ -118,6 +121,8 @@ def extract_thread(
                 thread.pk,
             )
             skipped += 1
+            if progress is not None:
+                progress(done, len(windows))
             continue
         calls += result.calls
         written += len(writes)

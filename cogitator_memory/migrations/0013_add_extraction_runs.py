@@ -28,6 +28,7 @@ class Migration(migrations.Migration):
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now, editable=False, verbose_name='created at')),
                 ('started_at', models.DateTimeField(blank=True, null=True, verbose_name='started at')),
                 ('finished_at', models.DateTimeField(blank=True, null=True, verbose_name='finished at')),
+                ('updated_at', models.DateTimeField(default=django.utils.timezone.now, editable=False, verbose_name='updated at')),
                 ('thread', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='cogitator_memory.thread', verbose_name='thread')),
             ],
             options={

@@ -17,6 +17,7 @@ from django.db import OperationalError
 
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import ExtractionAnswerError, LLMError, ThreadNotFound
+from cogitator_memory.items.runs import RunRecorder, public_error
 from cogitator_memory.items.thread_extraction import extract_thread
 
 logger = logging.getLogger(__name__)
@@ -29,28 +30,46 @@ TASK_RETRY_BACKOFF_MAX = 600
 PENDING_KEY = "cogitator_memory:extraction-pending:{thread_id}"
 
 
+# What a later try may get past: the model failing, a database busy for a moment.
+RETRIED = (LLMError, ExtractionAnswerError, OperationalError)
+
+
 @shared_task(
     bind=True,
-    autoretry_for=(LLMError, ExtractionAnswerError, OperationalError),
+    autoretry_for=RETRIED,
     retry_backoff=True,
     retry_backoff_max=TASK_RETRY_BACKOFF_MAX,
     retry_jitter=True,
     max_retries=TASK_MAX_RETRIES,
     acks_late=True,
 )
-def extract_thread_task(self, thread_id: str) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    """Extract the thread's unread windows; returns what the run did."""
+def extract_thread_task(self, thread_id: str, run_id: str | None = None) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    """Extract the thread's unread windows; returns what the run did. With ``run_id``
+    (an extraction asked for through the API), its ``ExtractionRun`` row follows along."""
     cache.delete(PENDING_KEY.format(thread_id=thread_id))
+    run = RunRecorder(run_id)
+    run.started(attempt=self.request.retries + 1)
+
+    def progress(done: int, total: int) -> None:
+        self.update_state(state="PROGRESS", meta={"done": done, "total": total})
+        run.progress(done, total)
+
     try:
-        done = extract_thread(
-            thread_id,
-            progress=lambda done, total: self.update_state(
-                state="PROGRESS", meta={"done": done, "total": total}
-            ),
-        )
+        done = extract_thread(thread_id, progress=progress)
     except ThreadNotFound:
+        # Its runs went with it.
         logger.info("Not extracting thread %s: it is gone.", thread_id)
         return {"windows": 0, "skipped": 0, "calls": 0, "items": 0}
+    except RETRIED as exc:
+        if self.request.retries >= self.max_retries:
+            run.failed(public_error(exc))
+        else:
+            run.retrying(exc)
+        raise
+    except Exception as exc:
+        run.failed(public_error(exc))
+        raise
+    run.done(done)
     return {
         "windows": done.windows,
         "skipped": done.skipped,

@@ -59,22 +59,22 @@ def get_thread(thread_id: str) -> Thread | None:
 # datetime range is clamped to its ends, a seq above the largest stored one to that.
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
-_MOMENT_PART = r"(-?[0-9]{1,18})"
+MOMENT_PART = r"(-?[0-9]{1,18})"
 _THREAD_ID_PART = THREAD_ID_PATTERN.pattern.removeprefix("^").removesuffix("$")
-ENTRY_CURSOR_PATTERN = re.compile(rf"^{_MOMENT_PART}\.([0-9]{{1,19}})\Z")
-THREAD_CURSOR_PATTERN = re.compile(rf"^{_MOMENT_PART}~({_THREAD_ID_PART})\Z")
+ENTRY_CURSOR_PATTERN = re.compile(rf"^{MOMENT_PART}\.([0-9]{{1,19}})\Z")
+THREAD_CURSOR_PATTERN = re.compile(rf"^{MOMENT_PART}~({_THREAD_ID_PART})\Z")
 _MIN_MICROSECONDS = (datetime.min.replace(tzinfo=UTC) - _EPOCH) // _MICROSECOND
 _MAX_MICROSECONDS = (datetime.max.replace(tzinfo=UTC) - _EPOCH) // _MICROSECOND
 _MAX_SEQ = 2**63 - 1
 
 
-def _encode_keyset(moment: datetime, key: str | int) -> str:
+def encode_keyset(moment: datetime, key: str | int) -> str:
     """A page position (a moment and a tie-breaking key) as a cursor."""
     microseconds = (moment - _EPOCH) // _MICROSECOND
     return f"{microseconds}.{key}" if isinstance(key, int) else f"{microseconds}~{key}"
 
 
-def _decode_keyset(cursor: Any, *, pattern: re.Pattern[str], made_by: str) -> tuple[datetime, str]:
+def decode_keyset(cursor: Any, *, pattern: re.Pattern[str], made_by: str) -> tuple[datetime, str]:
     """The (moment in UTC, key text) of a cursor of ``pattern``, the moment clamped to
     the datetime range; ``InvalidInput`` for anything else."""
     found = pattern.match(cursor) if isinstance(cursor, str) else None
@@ -101,7 +101,7 @@ def page_threads(threads: ThreadQuerySet, *, limit: int | None, cursor: str | No
     size = check_page_limit(limit)
     threads = threads.newest_first()
     if cursor:
-        last_updated_at, last_id = _decode_keyset(
+        last_updated_at, last_id = decode_keyset(
             cursor, pattern=THREAD_CURSOR_PATTERN, made_by="list_threads"
         )
         threads = threads.filter(
@@ -111,7 +111,7 @@ def page_threads(threads: ThreadQuerySet, *, limit: int | None, cursor: str | No
     if len(rows) > size:
         return ThreadPage(
             threads=rows[:size],
-            next_cursor=_encode_keyset(rows[size - 1].updated_at, rows[size - 1].pk),
+            next_cursor=encode_keyset(rows[size - 1].updated_at, rows[size - 1].pk),
         )
     return ThreadPage(threads=rows)
 
@@ -273,7 +273,7 @@ def page_entries(
     check_limit(limit)
     entries = _entries_query(thread_id, types, before, after)
     if cursor:
-        created_at, seq_text = _decode_keyset(
+        created_at, seq_text = decode_keyset(
             cursor, pattern=ENTRY_CURSOR_PATTERN, made_by="page_entries"
         )
         seq = min(int(seq_text), _MAX_SEQ)
@@ -284,7 +284,7 @@ def page_entries(
     more = len(rows) > limit
     rows = rows[:limit]
     rows.reverse()
-    next_cursor = _encode_keyset(rows[0].created_at, rows[0].seq) if more and rows else None
+    next_cursor = encode_keyset(rows[0].created_at, rows[0].seq) if more and rows else None
     return EntryPage(
         entries=rows if include_tool_calls else _strip_tool_fields(rows), next_cursor=next_cursor
     )

@@ -25,12 +25,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.urls import URLPattern, URLResolver, resolve
 from rest_framework.test import APIClient
 from rest_framework_api_key.models import APIKey
 
 from cogitator_memory.api import urls as api_urls
+from cogitator_memory.items.models import ExtractionRun, MemoryItem, RunStatus
+from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem
 from tests.api.conftest import (
     API,
     Conversation,
@@ -49,11 +52,20 @@ pytestmark = pytest.mark.django_db
 
 VICTIM_TAG = " [victim-secret]"
 # Placeholders holding ids; an answer may echo these back, the same way for a missing id.
-ID_PLACEHOLDERS = ("victim_thread", "victim_entry", "victim_branch_entry")
+ID_PLACEHOLDERS = (
+    "victim_thread",
+    "victim_entry",
+    "victim_branch_entry",
+    "victim_item",
+    "victim_run",
+)
 MISSING = {
     "victim_thread": "no-such-thread",
     "victim_entry": "no-such-entry",
     "victim_branch_entry": "no-such-branch-entry",
+    "victim_item": "item_00000000000000000000000000000000",
+    "victim_run": "extr_00000000000000000000000000000000",
+    "victim_subject": "ent_00000000000000000000000000000000",
     "victim_agent": "agent-nobody",
     "victim_user": "nobody",
     "victim_topic": "no-topic",
@@ -73,6 +85,10 @@ class World:
     theirs: Conversation
     victim_agent: str
     victim_user: str
+    own_item: MemoryItem
+    victim_item: MemoryItem
+    own_run: ExtractionRun
+    victim_run: ExtractionRun
 
     def names(self) -> dict[str, str]:
         """The values of the placeholders of an attempt, for the victim's objects."""
@@ -86,6 +102,10 @@ class World:
             "victim_agent": self.victim_agent,
             "victim_user": self.victim_user,
             "victim_topic": self.theirs.thread.metadata["topic"],
+            "own_item": self.own_item.pk,
+            "victim_item": self.victim_item.pk,
+            "victim_subject": self.victim_item.subject_id,
+            "victim_run": self.victim_run.pk,
         }
 
     def missing_names(self) -> dict[str, str]:
@@ -99,6 +119,9 @@ class World:
             *self.theirs.entry_ids,
             VICTIM_TAG.strip(),
             self.theirs.thread.metadata["topic"],
+            self.victim_item.pk,
+            self.victim_item.subject_id,
+            self.victim_run.pk,
         ]
 
 
@@ -106,6 +129,8 @@ def user_principal(
     make_user: Callable[..., User], name: str, grants: Any, *, session: bool
 ) -> Principal:
     user = make_user(name, grants)
+    # Every review permission: what stops a review of the other side is the grant alone.
+    user.user_permissions.add(*Permission.objects.filter(codename__in=REVIEW_PERMISSIONS))
     if session:
         client = APIClient()
         client.force_login(user)
@@ -141,6 +166,32 @@ def index_for_search(conversation: Conversation) -> None:
         )
 
 
+REVIEW_PERMISSIONS = ["activate_memoryitem", "reject_memoryitem", "let_go_memoryitem"]
+
+
+def remember(conversation: Conversation, tag: str = "") -> tuple[MemoryItem, ExtractionRun]:
+    """A suggested item of the conversation's scope quoting its reply, and a finished
+    extraction run of its thread."""
+    thread = conversation.thread
+    item = (
+        MemoryItems()
+        .write(
+            MemoryScope(thread.agent_id, user_id=thread.user_id),
+            NewItem(
+                kind="fact",
+                subject=f"Parcel{tag}",
+                attribute="whereabouts",
+                value=f"left the depot{tag}",
+                trust="model",
+                evidence=[NewEvidence(quote="left the depot", entry_id=conversation.reply.pk)],
+            ),
+        )
+        .item
+    )
+    run = ExtractionRun.objects.create(thread=thread, status=RunStatus.DONE)
+    return item, run
+
+
 SCENARIOS = ["user-acts-on-api-key", "api-key-acts-on-user", "same-agent-other-user"]
 
 
@@ -151,8 +202,12 @@ def world(
     make_api_key: Callable[..., tuple[APIKey, str]],
     settings: SettingsWrapper,
 ) -> World:
-    # An embedding service, so that searches run every channel.
-    settings.COGITATOR_MEMORY = embeddings_settings(CONCEPT_PROVIDER)
+    # An embedding service, so that searches run every channel; a model, so that an
+    # extraction request reaches the thread it names.
+    settings.COGITATOR_MEMORY = {
+        **embeddings_settings(CONCEPT_PROVIDER),
+        "LLM": {"PROVIDER": "scripted"},
+    }
     if request.param == "same-agent-other-user":
         # One agent, two users: the boundary is metadata.userId alone.
         actor = user_principal(make_user, "desk-u1", {"agent-s": ["u1"]}, session=True)
@@ -177,7 +232,20 @@ def world(
         )
     index_for_search(own)
     index_for_search(theirs)
-    return World(actor, victim, own, theirs, victim_agent, victim_user)
+    own_item, own_run = remember(own)
+    victim_item, victim_run = remember(theirs, VICTIM_TAG)
+    return World(
+        actor,
+        victim,
+        own,
+        theirs,
+        victim_agent,
+        victim_user,
+        own_item,
+        victim_item,
+        own_run,
+        victim_run,
+    )
 
 
 def test_each_side_reaches_its_own_conversation(world: World):
@@ -492,6 +560,86 @@ MATRIX: dict[tuple[str, str], list[Attempt]] = {
         ),
     ],
     ("entries/<str:entry_id>/redact/", "OPTIONS"): options("entries/{victim_entry}/redact/"),
+    ("threads/<str:thread_id>/extract/", "POST"): [
+        refused(
+            "extract the victim's thread",
+            "threads/{victim_thread}/extract/",
+            "thread_not_found",
+        ),
+    ],
+    ("threads/<str:thread_id>/extract/", "OPTIONS"): options("threads/{victim_thread}/extract/"),
+    ("extractions/<str:run_id>/", "GET"): [
+        refused(
+            "read the run of the victim's thread",
+            "extractions/{victim_run}/",
+            "extraction_run_not_found",
+        ),
+    ],
+    ("extractions/<str:run_id>/", "HEAD"): [
+        Attempt("head of the victim's run", "extractions/{victim_run}/", 404),
+    ],
+    ("extractions/<str:run_id>/", "OPTIONS"): options("extractions/{victim_run}/"),
+    ("items/", "GET"): [
+        listing("no filters", "items/", lists_own=True),
+        listing(
+            "every status, the largest page",
+            "items/?status=suggested,active,superseded,stale,let_go&limit=500",
+            lists_own=True,
+        ),
+        listing("filtered by the victim's agent", "items/?agent_id={victim_agent}"),
+        listing(
+            "filtered by the victim's agent and user",
+            "items/?agent_id={victim_agent}&user_id={victim_user}",
+            lists_nothing=True,
+        ),
+        listing(
+            "filtered by the victim's slot",
+            "items/?subject_id={victim_subject}&attribute=whereabouts",
+            lists_nothing=True,
+        ),
+        listing(
+            "as memory knew them, suggested ones too",
+            "items/?known_at=2999-01-01T00:00:00Z&status=suggested",
+            lists_own=True,
+        ),
+    ],
+    ("items/", "HEAD"): [Attempt("head of the item list", "items/", 200)],
+    ("items/", "OPTIONS"): [Attempt("options of the item list", "items/", 200)],
+    ("items/<str:item_id>/", "GET"): [
+        refused("read the victim's item", "items/{victim_item}/", "item_not_found"),
+    ],
+    ("items/<str:item_id>/", "HEAD"): [
+        Attempt("head of the victim's item", "items/{victim_item}/", 404),
+    ],
+    ("items/<str:item_id>/", "OPTIONS"): options("items/{victim_item}/"),
+    ("items/<str:item_id>/history/", "GET"): [
+        refused(
+            "read the history of the victim's slot",
+            "items/{victim_item}/history/",
+            "item_not_found",
+        ),
+    ],
+    ("items/<str:item_id>/history/", "HEAD"): [
+        Attempt("head of the victim's history", "items/{victim_item}/history/", 404),
+    ],
+    ("items/<str:item_id>/history/", "OPTIONS"): options("items/{victim_item}/history/"),
+    ("items/<str:item_id>/activate/", "POST"): [
+        refused("activate the victim's item", "items/{victim_item}/activate/", "item_not_found"),
+    ],
+    ("items/<str:item_id>/activate/", "OPTIONS"): options("items/{victim_item}/activate/"),
+    ("items/<str:item_id>/reject/", "POST"): [
+        refused(
+            "reject the victim's item",
+            "items/{victim_item}/reject/",
+            "item_not_found",
+            body={"reason": "not theirs"},
+        ),
+    ],
+    ("items/<str:item_id>/reject/", "OPTIONS"): options("items/{victim_item}/reject/"),
+    ("items/<str:item_id>/let-go/", "POST"): [
+        refused("let the victim's item go", "items/{victim_item}/let-go/", "item_not_found"),
+    ],
+    ("items/<str:item_id>/let-go/", "OPTIONS"): options("items/{victim_item}/let-go/"),
     ("search/", "GET"): [
         search("keyword search of words both sides wrote", "search/?q=depot&mode=keyword"),
         search("vector search", "search/?q=depot&mode=vector&limit=100"),
@@ -580,6 +728,14 @@ def test_the_walk_finds_the_endpoints_of_the_api():
         "threads/<str:thread_id>/fork/",
         "entries/<str:entry_id>/",
         "entries/<str:entry_id>/redact/",
+        "threads/<str:thread_id>/extract/",
+        "extractions/<str:run_id>/",
+        "items/",
+        "items/<str:item_id>/",
+        "items/<str:item_id>/history/",
+        "items/<str:item_id>/activate/",
+        "items/<str:item_id>/reject/",
+        "items/<str:item_id>/let-go/",
         "search/",
     }
     # when
@@ -656,7 +812,8 @@ def test_no_read_or_write_crosses_to_the_other_principal(
     assert not leaked, (leaked, answer[:500])
     # then: a list holds the actor's own thread (an empty answer would prove nothing)
     if attempt.lists_own:
-        assert world.own.thread_id in [t["id"] for t in sent.data["results"]]
+        own = world.own_item.pk if route == "items/" else world.own.thread_id
+        assert own in [row["id"] for row in sent.data["results"]]
     if attempt.lists_nothing:
         assert sent.data["results"] == []
     if attempt.finds_own:

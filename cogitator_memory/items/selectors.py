@@ -1,0 +1,93 @@
+"""Reading memory items page by page, and as they stood at a moment.
+
+``held`` is the bitemporal reading of ``MemoryItems.query``: the items that held in the
+world ``as_of`` as memory knew them ``known_at``. ``page_items`` pages any item queryset,
+newest recorded first, by keyset on (recorded_at, id): a page never repeats or skips an
+item, also when items share a moment.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db.models import Q
+
+from cogitator_memory.conf import memory_settings
+from cogitator_memory.items.models import ItemStatus, MemoryItem
+from cogitator_memory.items.querysets import ItemQuerySet, known_at_q, valid_as_known_q
+from cogitator_memory.limits import check_limit
+from cogitator_memory.threads.selectors import MOMENT_PART, decode_keyset, encode_keyset
+
+__all__ = ["DEFAULT_HELD_STATUSES", "ITEM_CURSOR_PATTERN", "ItemPage", "held", "page_items"]
+
+# What a reading of a moment returns unless told: the states of slots, current or closed.
+DEFAULT_HELD_STATUSES = (ItemStatus.ACTIVE, ItemStatus.SUPERSEDED)
+ITEM_ID_PART = r"[A-Za-z0-9_.:-]{1,64}"
+# "<microseconds since the epoch>~<item id>": recorded_at and id of the last item seen.
+ITEM_CURSOR_PATTERN = re.compile(rf"^{MOMENT_PART}~({ITEM_ID_PART})\Z")
+
+
+def held(
+    items: ItemQuerySet,
+    *,
+    as_of: datetime | None,
+    known_at: datetime | None,
+    statuses: Sequence[str] | None,
+    now: datetime,
+) -> ItemQuerySet:
+    """The items that held in the world ``as_of`` (default ``known_at``) as memory knew
+    them ``known_at`` (default ``now``), of ``statuses`` (default active and superseded).
+    An item let go or made stale after ``known_at`` counts as it stood then."""
+    known = known_at or now
+    moment = as_of or known
+    wanted = list(statuses) if statuses is not None else list(DEFAULT_HELD_STATUSES)
+    status_q = Q(status__in=wanted)
+    if known_at is not None and (ItemStatus.ACTIVE in wanted or ItemStatus.SUPERSEDED in wanted):
+        # What was active then and has left memory since.
+        status_q |= Q(
+            status__in=[ItemStatus.STALE, ItemStatus.LET_GO],
+            activated_at__lte=known,
+            expired_at__gt=known,
+        )
+    if known_at is None:
+        # What memory holds now, including states recorded a moment ahead of the clock
+        # (new states of one agent are spaced a millisecond apart).
+        items = items.filter(status_q, expired_at__isnull=True).filter(valid_from__lte=moment)
+        return items.filter(Q(valid_to__isnull=True) | Q(valid_to__gt=moment))
+    return items.filter(status_q).filter(known_at_q(known)).filter(valid_as_known_q(moment, known))
+
+
+@dataclass
+class ItemPage:
+    """One page of items; pass ``next_cursor`` back for the next page."""
+
+    items: list[MemoryItem] = field(default_factory=list)
+    next_cursor: str | None = None
+
+
+def check_item_limit(limit: int | None) -> int:
+    if limit is None:
+        return int(memory_settings.LIST_THREADS_DEFAULT_LIMIT)
+    return check_limit(limit, maximum=memory_settings.LIST_THREADS_MAX_LIMIT)
+
+
+def page_items(items: ItemQuerySet, *, limit: int | None, cursor: str | None) -> ItemPage:
+    """One page of ``items``, the most recently recorded first, after ``cursor``. Raises
+    ``InvalidInput`` for a bad limit or cursor."""
+    size = check_item_limit(limit)
+    items = items.order_by("-recorded_at", "-id")
+    if cursor:
+        last_recorded_at, last_id = decode_keyset(
+            cursor, pattern=ITEM_CURSOR_PATTERN, made_by="the item list"
+        )
+        items = items.filter(
+            Q(recorded_at__lt=last_recorded_at) | Q(recorded_at=last_recorded_at, id__lt=last_id)
+        )
+    rows = list(items.select_related("subject")[: size + 1])
+    if len(rows) > size:
+        last = rows[size - 1]
+        return ItemPage(items=rows[:size], next_cursor=encode_keyset(last.recorded_at, last.pk))
+    return ItemPage(items=rows)
