@@ -56,6 +56,9 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from cogitator_memory.access.models import Grant
+from cogitator_memory.items.models import Evidence, ExtractionRun, MemoryItem, RunStatus
+from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import EntryType, Role
 from project.wsgi import application
@@ -86,6 +89,8 @@ LABEL_ID = "entry_st_label"
 BRANCH_ID = "entry_st_branch"
 REDACTED_ID = "entry_st_redacted"
 HIDDEN_ENTRY_ID = "entry_st_hidden"
+ITEM_ID = "item_st_suggested"
+RUN_ID = "extr_st_done"
 
 LIST_THREADS = "GET /api/memory/threads/"
 CREATE_THREAD = "POST /api/memory/threads/"
@@ -97,7 +102,12 @@ VALID_MESSAGE = {"type": "message", "role": "user", "content": "Hello"}
 NUL_TEXT = "a\x00b"
 # A request each operation with an id in its path accepts; the awkward requests send it
 # with an awkward id instead, so that the id, not the body, is what the API has to handle.
-VALID_PATH_IDS = {"thread_id": THREAD_ID, "entry_id": ROOT_ID}
+VALID_PATH_IDS = {
+    "thread_id": THREAD_ID,
+    "entry_id": ROOT_ID,
+    "item_id": ITEM_ID,
+    "run_id": RUN_ID,
+}
 VALID_BODIES: dict[str, dict[str, Any]] = {
     UPDATE_THREAD: {"metadata": {"topic": "x"}},
     ADD_ENTRY: VALID_MESSAGE,
@@ -105,6 +115,13 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "POST /api/memory/threads/{thread_id}/checkout/": {"entry_id": BRANCH_ID},
     "POST /api/memory/threads/{thread_id}/fork/": {"at_entry_id": ROOT_ID},
     "POST /api/memory/entries/{entry_id}/redact/": {"reason": "x"},
+    "POST /api/memory/items/{item_id}/reject/": {"reason": "x"},
+}
+# Reviews are made by people: the valid requests of these go with a superuser's token.
+REVIEWS = {
+    "POST /api/memory/items/{item_id}/activate/",
+    "POST /api/memory/items/{item_id}/reject/",
+    "POST /api/memory/items/{item_id}/let-go/",
 }
 # Quoted as schemathesis quotes generated path parameters; the server decodes them.
 AWKWARD_PATH_IDS = {"NUL": quote(NUL_TEXT, safe=""), "slash": quote("a/b", safe="")}
@@ -204,6 +221,21 @@ def write_fixed_memory() -> None:
     services.redact_entry(REDACTED_ID, reason="test data")
     hidden = ThreadFactory(id=HIDDEN_THREAD_ID, agent_id=OTHER_AGENT)
     EntryFactory(id=HIDDEN_ENTRY_ID, thread=hidden)
+    written = MemoryItems().write(
+        MemoryScope(GRANTED_AGENT, user_id="ana"),
+        NewItem(
+            kind="fact",
+            subject="Ana",
+            attribute="greeting",
+            value="Hello",
+            trust="model",
+            evidence=[NewEvidence(quote="Hello", entry_id=ROOT_ID)],
+        ),
+    )
+    # A fixed id, so that requests can name it.
+    MemoryItem.objects.filter(pk=written.item.pk).update(id=ITEM_ID)
+    Evidence.objects.filter(item_id=written.item.pk).update(item_id=ITEM_ID)
+    ExtractionRun.objects.create(id=RUN_ID, thread=main, status=RunStatus.DONE)
 
 
 # --- schemathesis, every phase, every check --------------------------------------------
@@ -396,11 +428,14 @@ def test_the_request_behind_the_awkward_ids_succeeds_with_valid_ids(
     api_key_headers: dict[str, str],
     fixed_memory: None,
     connection_kept_across_requests: None,
+    settings: SettingsWrapper,
 ) -> None:
-    # given
+    # given (a model, so that an extraction can be asked for)
+    settings.COGITATOR_MEMORY = {"LLM": {"PROVIDER": "scripted"}}
     path_parameters = {name: VALID_PATH_IDS[name] for name in path_names}
     case = make_case(label, path_parameters, None, VALID_BODIES.get(label))
+    headers = {"Authorization": superuser_authorization()} if label in REVIEWS else api_key_headers
     # when
-    response = call_and_validate_in_savepoint(case, api_key_headers)
+    response = call_and_validate_in_savepoint(case, headers)
     # then
     assert 200 <= response.status_code < 300, response.text
