@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from typing import Any
 
-from django.db import IntegrityError, transaction
-from django.db.models import F, Value
+from celery.exceptions import Retry
+from django.db import IntegrityError, OperationalError, transaction
+from django.db.models import Case, F, TextField, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -92,10 +94,18 @@ def _enqueue(run_id: str, thread_id: str) -> None:
         extract_thread_task.apply_async(
             args=(thread_id,), kwargs={"run_id": run_id}, task_id=run_id
         )
-    except Exception:
-        # The broker is down or refused: the run says so rather than staying queued.
-        logger.exception("Could not enqueue extraction run %s.", run_id)
-        RunRecorder(run_id).failed(ENQUEUE_FAILED)
+    except Exception as exc:
+        if extract_thread_task.app.conf.task_always_eager is True:
+            # Run in this process (no broker): the task's own failure, and no queue to try
+            # it again through (a retry of an eager task raises ``Retry`` holding it).
+            # The task wrote the error it met; Retry holds only a pickled copy of it.
+            cause = exc.exc if isinstance(exc, Retry) and exc.exc is not None else exc
+            logger.warning("Extraction run %s failed: %s", run_id, cause)
+            RunRecorder(run_id).failed(public_error(cause), unless_recorded=True)
+        else:
+            # The broker is down or refused: the run says so rather than staying queued.
+            logger.exception("Could not enqueue extraction run %s.", run_id)
+            RunRecorder(run_id).failed(ENQUEUE_FAILED)
 
 
 def get_run(run_id: str, *, scope: Scope | None = None) -> ExtractionRun:
@@ -115,7 +125,9 @@ def public_error(exc: BaseException) -> str:
         return f"{exc.code}: {exc.public_message}"
     if isinstance(exc, CogitatorMemoryError):
         return f"{exc.code}: {exc.message}"
-    return "The database was busy; the run is tried again."
+    if isinstance(exc, OperationalError):
+        return "The database was busy; the run is tried again."
+    return "The run failed; the server's log tells why."
 
 
 class RunRecorder:
@@ -155,5 +167,12 @@ class RunRecorder:
             finished_at=timezone.now(),
         )
 
-    def failed(self, error: str) -> None:
-        self._update(status=RunStatus.FAILED, error=error, finished_at=timezone.now())
+    def failed(self, error: str, *, unless_recorded: bool = False) -> None:
+        """Close the run as failed with ``error``; ``unless_recorded``: keep the error
+        the task wrote, if it wrote one."""
+        text: Any = Value(error)
+        if unless_recorded:
+            text = Case(
+                When(error="", then=Value(error)), default=F("error"), output_field=TextField()
+            )
+        self._update(status=RunStatus.FAILED, error=text, finished_at=timezone.now())

@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
+from rest_framework.test import APIClient
 
 from cogitator_memory.items.models import ExtractionWindow, MemoryItem
 from cogitator_memory.tasks.extraction import extract_thread_task
@@ -72,3 +75,32 @@ def test_the_worker_extracts_and_a_redelivered_task_adds_nothing(
     [item] = MemoryItem.objects.all()
     assert (item.value, item.status, item.user_id) == ("Lisbon", "suggested", "ana")
     assert Path(sent_to_worker.log_path).exists()
+
+
+def test_an_extraction_asked_for_through_the_api_runs_on_the_worker(
+    sent_to_worker: Worker, settings: Any
+) -> None:
+    # given a thread, and a model configured here too (the request checks there is one)
+    settings.COGITATOR_MEMORY = {"LLM": {"PROVIDER": "scripted"}}
+    thread = services.create_thread("concierge", {"userId": "ana"}, thread_id="ana-api")
+    services.add_entry(thread.pk, role="user", content="I live in Lisbon.")
+    client = APIClient()
+    client.force_authenticate(User.objects.create_superuser("worker-admin"))
+    # when
+    accepted = client.post(f"/api/memory/threads/{thread.pk}/extract/")
+    # then the run is queued, and the worker takes it to done
+    assert accepted.status_code == 202
+    run_url = accepted["Location"]
+
+    def status() -> dict[str, Any]:
+        return dict(client.get(run_url).json())
+
+    wait_until(sent_to_worker, lambda: status()["status"] in {"done", "failed"}, "the run ended")
+    run = status()
+    assert (run["status"], run["items_written"], run["windows_done"], run["attempts"]) == (
+        "done",
+        1,
+        1,
+        1,
+    )
+    assert MemoryItem.objects.get(thread_id=None, user_id="ana").value == "Lisbon"
