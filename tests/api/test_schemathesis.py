@@ -232,9 +232,11 @@ def write_fixed_memory() -> None:
             evidence=[NewEvidence(quote="Hello", entry_id=ROOT_ID)],
         ),
     )
-    # A fixed id, so that requests can name it.
-    MemoryItem.objects.filter(pk=written.item.pk).update(id=ITEM_ID)
-    Evidence.objects.filter(item_id=written.item.pk).update(item_id=ITEM_ID)
+    # A fixed id, so that requests can name it; one transaction, as the evidence's
+    # foreign key is checked at its end.
+    with transaction.atomic():
+        MemoryItem.objects.filter(pk=written.item.pk).update(id=ITEM_ID)
+        Evidence.objects.filter(item_id=written.item.pk).update(item_id=ITEM_ID)
     ExtractionRun.objects.create(id=RUN_ID, thread=main, status=RunStatus.DONE)
 
 
