@@ -384,6 +384,8 @@ class ExtractionRun(models.Model):
         ]
         indexes = [
             models.Index(fields=["thread", "-created_at"], name="cm_extraction_run_thread"),
+            # The admin's list, newest first.
+            models.Index(fields=["-created_at", "-id"], name="cm_extraction_run_created"),
         ]
 
     def __str__(self) -> str:
