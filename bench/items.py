@@ -42,6 +42,7 @@ STATES_PER_SLOT = 4
 MEASURED = "u7"
 MEASURED_ITEMS = 400
 WRITES = 300
+WARM_UP = 20
 QUERIES = 100
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 WRITE_TARGET = 500.0
@@ -155,6 +156,9 @@ def measure(database: str, quick: bool) -> dict[str, Any]:
     sizes = (2_000, 20_000) if quick else (10_000, 100_000)
     with opener() as url:
         setup_django(url)
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
         from cogitator_memory.items.extractor import MemoryExtractor
         from cogitator_memory.items.scopes import MemoryScope
         from cogitator_memory.items.services import MemoryItems, NewItem
@@ -168,10 +172,12 @@ def measure(database: str, quick: bool) -> dict[str, Any]:
             report["sizes"][size] = measure_queries(items)
             print(f"{database}: measured {size} items", file=sys.stderr)
 
-        # Writes: new states of the slots of one user, the timeline laid out each time.
+        # Writes: new states of the slots of one user, the timeline laid out each time, one
+        # write per transaction as a caller makes them. A few first writes warm the
+        # connection up and are not counted; one more is captured to list its statements.
         scope = MemoryScope(AGENT, user_id="u3")
-        start = time.perf_counter()
-        for number in range(WRITES):
+
+        def write(number: int) -> None:
             items.write(
                 scope,
                 NewItem(
@@ -182,8 +188,26 @@ def measure(database: str, quick: bool) -> dict[str, Any]:
                     trust="system",
                 ),
             )
+
+        for number in range(WARM_UP):
+            write(number)
+        with CaptureQueriesContext(connection) as captured:
+            write(WARM_UP)
+        report["write_statements"] = [query["sql"][:80] for query in captured.captured_queries]
+        samples = []
+        start = time.perf_counter()
+        for number in range(WARM_UP + 1, WARM_UP + 1 + WRITES):
+            began = time.perf_counter()
+            write(number)
+            samples.append((time.perf_counter() - began) * 1000)
         elapsed = time.perf_counter() - start
+        samples.sort()
         report["writes_per_second"] = round(WRITES / elapsed, 1)
+        report["write_ms"] = [
+            round(statistics.median(samples), 3),
+            round(samples[int(len(samples) * 0.95) - 1], 3),
+        ]
+        report["load_average_1min"] = os.getloadavg()[0]
 
         # Extraction: model calls per 100 turns of about 40 tokens each.
         thread = services.create_thread(AGENT, {"userId": "u1"})
@@ -238,6 +262,10 @@ def main() -> None:
         met = "met" if report["writes_per_second"] >= WRITE_TARGET else "MISSED"
         target = f"  target >= 500/s: {met}" if database == "postgres" else ""
         print(f"  writes per second      {report['writes_per_second']}{target}")
+        p50, p95 = report["write_ms"]
+        statements = len(report["write_statements"])
+        print(f"  one write, ms p50 / p95 {p50:7.2f} / {p95:7.2f}   {statements} statements")
+        print(f"  load average (1 min) after the writes: {report['load_average_1min']:.2f}")
         print(f"  extraction calls per 100 turns: {report['extraction_calls_per_100_turns']}")
     print(json.dumps({"benchmark": "items", "quick": args.quick, "results": results}, default=str))
 

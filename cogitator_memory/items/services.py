@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connections, router, transaction
-from django.db.models import F, Max, Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from cogitator_memory import policy
@@ -69,15 +70,12 @@ OPEN_STATUSES = (ItemStatus.SUGGESTED, ItemStatus.ACTIVE, ItemStatus.SUPERSEDED)
 # What a query returns unless asked for more: what held, read from the times.
 DEFAULT_QUERY_STATUSES = (ItemStatus.ACTIVE, ItemStatus.SUPERSEDED)
 MAX_TEXT = 10_000
-LAYOUT_FIELDS = (
-    "id",
-    "status",
-    "valid_from",
-    "valid_to",
-    "valid_to_known_at",
-    "ends_at",
-    "recorded_at",
-)
+# What the layout changes in a state.
+LAYOUT_SAVED = ("valid_to", "valid_to_known_at", "status")
+# What activating, rejecting, letting go and marking stale change in a state.
+REVIEWED_FIELDS = ("status", "activated_at", "expired_at", "stale_because")
+# What merging a repeated statement may change in a state.
+MERGED_FIELDS = ("trust", "verified", "confidence", "status", "activated_at")
 MAX_NAME = 255
 
 
@@ -224,38 +222,44 @@ class MemoryItems:
                 )
         # SQLite: the IMMEDIATE transaction holds the database's write lock already.
 
-    def _next_recorded_at(self, agent_id: str, now: datetime) -> datetime:
-        """``now``, or a millisecond after the agent's last recorded state if that is
-        later."""
-        last = MemoryItem.objects.filter(agent_id=agent_id).aggregate(last=Max("recorded_at"))[
-            "last"
-        ]
-        return max(now, last + RECORDING_STEP) if last is not None else now
-
     # --- entities and quotes ---------------------------------------------------------
 
-    def entity_named(self, scope: MemoryScope, name: str) -> Entity | None:
-        """The entity of this name the scope sees (its own user's first), if there is one."""
-        candidates = Entity.objects.filter(agent_id=scope.agent_id, key=entity_key(name)).filter(
+    @staticmethod
+    def _entities_named(scope: MemoryScope, name: str) -> Any:
+        return Entity.objects.filter(agent_id=scope.agent_id, key=entity_key(name)).filter(
             Q(user_id__isnull=True) | Q(user_id=scope.user_id)
             if scope.user_id is not None
             else Q(user_id__isnull=True)
         )
+
+    @staticmethod
+    def _first_entity(candidates: Iterable[Entity]) -> Entity | None:
+        """The scope's own user's entity first (there are at most a few candidates)."""
         found = sorted(candidates, key=lambda entity: (entity.user_id is None, entity.pk))
         return found[0] if found else None
 
-    def _entity(self, scope: MemoryScope, name: str, kind: str) -> Entity:
-        """The entity of this name the scope sees, or a new one."""
-        found = self.entity_named(scope, name)
-        if found is not None:
-            return found
-        return Entity.objects.create(
+    def entity_named(self, scope: MemoryScope, name: str) -> Entity | None:
+        """The entity of this name the scope sees (its own user's first), if there is one."""
+        return self._first_entity(self._entities_named(scope, name))
+
+    def _entity_and_recorded_at(
+        self, scope: MemoryScope, name: str, kind: str, said_at: datetime
+    ) -> tuple[Entity, datetime]:
+        """The entity of this name the scope sees (the rule of ``entity_named``) or a new
+        one, and when the new state is recorded: ``said_at``, or a millisecond after the
+        agent's last recorded state if that is later. One statement reads both (a second
+        one the time, for a new entity). It runs after the lock, as a statement of its
+        own: a statement's snapshot is taken when it starts, so one that also waited for
+        the lock would miss the writer it waited for."""
+        candidates, last = WriteSQL.entities_named(scope, entity_key(name))
+        entity = self._first_entity(candidates) or Entity.objects.create(
             agent_id=scope.agent_id,
             user_id=scope.user_id,
             name=" ".join(name.split())[:MAX_NAME],
             key=entity_key(name),
             kind=kind or "",
         )
+        return entity, max(said_at, last + RECORDING_STEP) if last is not None else said_at
 
     def _checked_quotes(
         self, scope: MemoryScope, evidence: Sequence[NewEvidence], access: Scope | None
@@ -301,26 +305,40 @@ class MemoryItems:
         policy.require_write(access, scope.agent_id, scope.user_id)
         self._lock_agent(scope.agent_id)
         said_at = self.clock()
-        now = self._next_recorded_at(scope.agent_id, said_at)
-        entity = self._entity(scope, new.subject, new.subject_kind)
+        entity, now = self._entity_and_recorded_at(scope, new.subject, new.subject_kind, said_at)
         quotes = self._checked_quotes(scope, new.evidence, access)
         verified = any(holds for _quote, _entry, holds in quotes)
-        latest = (
-            MemoryItem.objects.of_slot(entity.pk, new.attribute)
-            .of_exact_scope(scope)
-            .with_statuses(list(OPEN_STATUSES))
-            .order_by("-valid_from", "-recorded_at", "-id")
-            .select_for_update()
-            .first()
+        # The slot is read once, its rows locked: the newest open state (to merge into or
+        # to contradict) is the last open one in timeline order, and the rest is what the
+        # layout needs. Suggested states are read for the merge only; they have no place in
+        # the timeline.
+        read = WriteSQL.slot_states(
+            Slot(entity.pk, new.attribute), scope, (*OPEN_STATUSES, ItemStatus.LET_GO)
         )
+        latest = next((state for state in reversed(read) if state.status in OPEN_STATUSES), None)
+        states: list[SlotState | MemoryItem] = list(read)
+        item_fields: list[str] = []
         if latest is not None and latest.valid_to is None and same_value(latest.value, new.value):
-            item = self._merge(latest, new, verified, now, activate=activate)
+            # The whole row: it is what the caller gets back.
+            item = MemoryItem.objects.get(pk=latest.pk)
+            states[states.index(latest)] = item
+            item_fields = self._merge(item, new, verified, now, activate=activate)
             merged = True
         else:
             if latest is not None and new.kind == ItemKind.OPINION:
                 self._contradict(latest, new.trust)
-            item = self._create(scope, entity, new, verified, now, said_at, activate=activate)
+            item = self._new_state(scope, entity, new, verified, now, said_at, activate=activate)
+            # Recorded after every state of its agent, the new state never ties another on
+            # (valid_from, recorded_at): its place in timeline order needs no id.
+            bisect.insort(states, item, key=lambda state: (state.valid_from, state.recorded_at))
             merged = False
+        changed = lay_out([state for state in states if state.status in TIMELINE_STATUSES], now)
+        if not merged:
+            # Inserted as laid out: no UPDATE of the new row afterwards.
+            item.save(force_insert=True)
+        elif item_fields or any(state is item for state in changed):
+            laid_out = any(state is item for state in changed)
+            item.save(update_fields=[*item_fields, *(LAYOUT_SAVED if laid_out else ())])
         if quotes:
             Evidence.objects.bulk_create(
                 [
@@ -335,13 +353,10 @@ class MemoryItems:
                     for quote, entry, holds in quotes
                 ]
             )
-        for state in layout_slot(Slot(entity.pk, new.attribute), scope, known_at=now):
-            if state.pk == item.pk:
-                item.valid_to, item.valid_to_known_at = state.valid_to, state.valid_to_known_at
-                item.status = state.status
+        save_layout([state for state in changed if state is not item])
         return Written(item, merged)
 
-    def _create(
+    def _new_state(
         self,
         scope: MemoryScope,
         entity: Entity,
@@ -352,8 +367,9 @@ class MemoryItems:
         *,
         activate: bool,
     ) -> MemoryItem:
+        """The new state, not saved yet."""
         active = activate and self._qualifies(new.trust, verified, float(new.confidence))
-        return MemoryItem.objects.create(
+        return MemoryItem(
             **scope.as_fields(),
             kind=new.kind,
             subject=entity,
@@ -375,7 +391,9 @@ class MemoryItems:
 
     def _merge(
         self, item: MemoryItem, new: NewItem, verified: bool, now: datetime, *, activate: bool
-    ) -> MemoryItem:
+    ) -> list[str]:
+        """Merge a repeated statement into ``item``, unsaved. Returns the fields changed."""
+        before = [getattr(item, name) for name in MERGED_FIELDS]
         item.trust, item.verified = _better_source(
             (item.trust, item.verified), (new.trust, verified)
         )
@@ -390,15 +408,19 @@ class MemoryItems:
         ):
             item.status = ItemStatus.ACTIVE
             item.activated_at = now
-        item.save(update_fields=["trust", "verified", "confidence", "status", "activated_at"])
-        return item
+        return [
+            name
+            for name, old in zip(MERGED_FIELDS, before, strict=True)
+            if getattr(item, name) != old
+        ]
 
     @staticmethod
-    def _contradict(current: MemoryItem, trust: str) -> None:
+    def _contradict(current: SlotState, trust: str) -> None:
         """An opinion a less trusted source contradicts loses confidence."""
         if current.kind == ItemKind.OPINION and TRUST_RANK[trust] < TRUST_RANK[current.trust]:
-            current.confidence = max(0.0, current.confidence - OPINION_LOSS)
-            current.save(update_fields=["confidence"])
+            confidence = max(0.0, current.confidence - OPINION_LOSS)
+            if confidence != current.confidence:
+                MemoryItem.objects.filter(pk=current.pk).update(confidence=confidence)
 
     # --- reviewing and forgetting ----------------------------------------------------
 
@@ -424,7 +446,7 @@ class MemoryItems:
         now = self.clock()
         for item in items.select_for_update().order_by("id"):
             apply(item, now)
-            item.save()
+            item.save(update_fields=REVIEWED_FIELDS)
             changed.append(item.pk)
             slots.add((Slot(item.subject_id, item.attribute), MemoryScope.of(item)))
         for slot, scope in sorted(slots, key=lambda pair: (pair[0].subject_id, pair[0].attribute)):
@@ -588,22 +610,140 @@ class MemoryItems:
         return list(items.select_related("subject").in_timeline_order())
 
 
-def layout_slot(slot: Slot, scope: MemoryScope, *, known_at: datetime) -> list[MemoryItem]:
-    """Lay the slot's timeline out again in one exact scope: its active, superseded and
-    let-go states in order of validity, each closed where the next starts (or at the end
-    it was given, if earlier) and the last open; every state but a let-go one superseded
-    when another follows it, active when none does. A changed end is stamped ``known_at``,
-    so a read of what memory knew earlier leaves it out. Returns the states it changed."""
-    states = list(
-        MemoryItem.objects.of_slot(slot.subject_id, slot.attribute)
-        .of_exact_scope(scope)
-        .with_statuses(list(TIMELINE_STATUSES))
-        .in_timeline_order()
-        # What the layout reads and writes, not the texts and JSON of every state.
-        .only(*LAYOUT_FIELDS)
-        .select_for_update()
+@dataclass
+class SlotState:
+    """A state of a slot as a write and the layout read it: its place in the timeline,
+    and what deciding on a merge or a contradiction looks at."""
+
+    pk: str
+    status: str
+    valid_from: datetime
+    valid_to: datetime | None
+    valid_to_known_at: datetime | None
+    ends_at: datetime | None
+    recorded_at: datetime
+    value: str
+    kind: str
+    trust: str
+    confidence: float
+
+
+class WriteSQL:
+    """The reads and the layout's updates of a write, written out as SQL.
+
+    A write is the hottest path of items: through the ORM, compiling its statements and
+    building model instances of the slot's states took longer than the database needed
+    for the whole write (bench/RESULTS.md). Each reads what the ORM would: the same rows,
+    in the same order, with the same locks, values converted as the ORM converts them."""
+
+    ITEMS = MemoryItem._meta.db_table
+    ENTITIES = Entity._meta.db_table
+
+    @staticmethod
+    def _connection() -> Any:
+        return connections[router.db_for_write(MemoryItem)]
+
+    # The agent's last recorded time (an index on (agent, recorded_at) serves it).
+    LAST_RECORDED = (
+        f'SELECT "recorded_at" FROM "{ITEMS}" WHERE "agent_id" = %s'
+        ' ORDER BY "recorded_at" DESC LIMIT 1'
     )
-    changed: list[MemoryItem] = []
+
+    @staticmethod
+    def _datetime(value: Any, connection: Any) -> Any:
+        """A datetime read through a cursor, converted as the ORM converts it (SQLite
+        gives it naive, or as text from a subquery)."""
+        column = MemoryItem._meta.get_field("recorded_at").cached_col
+        for converter in connection.ops.get_db_converters(column):
+            value = converter(value, column, connection)
+        return value
+
+    @classmethod
+    def last_recorded(cls, agent_id: str) -> datetime | None:
+        connection = cls._connection()
+        with connection.cursor() as cursor:
+            cursor.execute(cls.LAST_RECORDED, [agent_id])
+            row = cursor.fetchone()
+        return cls._datetime(row[0], connection) if row else None
+
+    @classmethod
+    def entities_named(cls, scope: MemoryScope, key: str) -> tuple[list[Entity], datetime | None]:
+        """The entities of this key the scope sees (``MemoryItems._entities_named``), and
+        the agent's last recorded time, read with them (on its own when none matches)."""
+        connection = cls._connection()
+        users = '"user_id" IS NULL' + (' OR "user_id" = %s' if scope.user_id is not None else "")
+        params = [scope.agent_id, scope.agent_id, key]
+        params += [scope.user_id] if scope.user_id is not None else []
+        found = list(
+            Entity.objects.raw(
+                f'SELECT *, ({cls.LAST_RECORDED}) AS "agent_last_recorded"'
+                f' FROM "{cls.ENTITIES}" WHERE "agent_id" = %s AND "key" = %s AND ({users})',
+                params,
+            )
+        )
+        if not found:
+            return [], cls.last_recorded(scope.agent_id)
+        last = found[0].agent_last_recorded  # type: ignore[attr-defined]  # the extra column
+        return found, cls._datetime(last, connection)
+
+    @classmethod
+    def slot_states(
+        cls, slot: Slot, scope: MemoryScope, statuses: Sequence[str]
+    ) -> list[SlotState]:
+        """The states of ``statuses`` of a slot in one exact scope, in timeline order
+        (``ItemQuerySet.in_timeline_order``), their rows locked until the transaction ends."""
+        connection = cls._connection()
+        conditions = ['"subject_id" = %s', '"attribute" = %s']
+        params: list[Any] = [slot.subject_id, slot.attribute]
+        for name, value in scope.as_fields().items():
+            conditions.append(f'"{name}" IS NULL' if value is None else f'"{name}" = %s')
+            params += [] if value is None else [value]
+        conditions.append(f'"status" IN ({", ".join(["%s"] * len(statuses))})')
+        params += list(statuses)
+        # SQLite: the IMMEDIATE transaction holds the database's write lock already.
+        lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f'SELECT "id", "status", "valid_from", "valid_to", "valid_to_known_at",'
+                f' "ends_at", "recorded_at", "value", "kind", "trust", "confidence"'
+                f' FROM "{cls.ITEMS}" WHERE {" AND ".join(conditions)}'
+                f' ORDER BY "valid_from", "recorded_at", "id"{lock}',
+                params,
+            )
+            rows = cursor.fetchall()
+        # valid_from, valid_to, valid_to_known_at, ends_at and recorded_at are datetimes.
+        return [
+            SlotState(
+                *(
+                    cls._datetime(value, connection) if 2 <= n <= 6 else value
+                    for n, value in enumerate(row)
+                )
+            )
+            for row in rows
+        ]
+
+
+def layout_slot(
+    slot: Slot, scope: MemoryScope, *, known_at: datetime
+) -> list[SlotState | MemoryItem]:
+    """Lay the slot's timeline out again in one exact scope (``lay_out``) and save the
+    states it changed. Returns them."""
+    states = WriteSQL.slot_states(slot, scope, TIMELINE_STATUSES)
+    changed = lay_out(states, known_at)
+    save_layout(changed)
+    return changed
+
+
+def lay_out(
+    states: Sequence[SlotState | MemoryItem], known_at: datetime
+) -> list[SlotState | MemoryItem]:
+    """Lay out a slot's active, superseded and let-go states, given in order of validity:
+    each closed where the next starts (or at the end it was given, if earlier) and the
+    last open; every state but a let-go one superseded when another follows it, active
+    when none does. A changed end is stamped ``known_at``, so a read of what memory knew
+    earlier leaves it out. Changes the states in place, saves nothing, and returns those
+    it changed."""
+    changed: list[SlotState | MemoryItem] = []
     for index, state in enumerate(states):
         following = states[index + 1] if index + 1 < len(states) else None
         end = following.valid_from if following is not None else None
@@ -617,10 +757,18 @@ def layout_slot(slot: Slot, scope: MemoryScope, *, known_at: datetime) -> list[M
                 state.valid_to_known_at = known_at
             state.valid_to, state.status = end, status
             changed.append(state)
-    # Usually one or two states change (the one before a new state, and the new one): an
-    # UPDATE each costs less than one bulk CASE statement.
-    for state in changed:
-        MemoryItem.objects.filter(pk=state.pk).update(
-            valid_to=state.valid_to, valid_to_known_at=state.valid_to_known_at, status=state.status
-        )
     return changed
+
+
+def save_layout(changed: Iterable[SlotState | MemoryItem]) -> None:
+    """Save what ``lay_out`` changed. Usually one state (the one before a new state): an
+    UPDATE each costs less than one bulk CASE statement."""
+    connection = WriteSQL._connection()
+    adapt = connection.ops.adapt_datetimefield_value
+    with connection.cursor() as cursor:
+        for state in changed:
+            cursor.execute(
+                f'UPDATE "{WriteSQL.ITEMS}" SET "valid_to" = %s, "valid_to_known_at" = %s,'
+                ' "status" = %s WHERE "id" = %s',
+                [adapt(state.valid_to), adapt(state.valid_to_known_at), state.status, state.pk],
+            )
