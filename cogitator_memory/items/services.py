@@ -595,7 +595,16 @@ class MemoryItems:
             items = items.filter(kind__in=list(kinds))
         if slot is not None:
             items = items.of_slot(slot.subject_id, slot.attribute)
-        return list(items.select_related("subject").order_by("-valid_from", "-recorded_at", "-id"))
+        items = items.select_related("subject").order_by("-valid_from", "-recorded_at", "-id")
+        if scope.user_id is not None and connections[items.db].vendor == "sqlite":
+            # SQLite serves "the user's or no user's" with no plan but reading every item of
+            # the agent; the user's and the shared ones, asked apart, are each one range of
+            # the (agent, user, status) index. Its BINARY collation orders ids as Python
+            # does, so the merged list is in the order one query would give.
+            found = [*items.filter(user_id=scope.user_id), *items.filter(user_id__isnull=True)]
+            found.sort(key=lambda item: (item.valid_from, item.recorded_at, item.pk), reverse=True)
+            return found
+        return list(items)
 
     def history(
         self, scope: MemoryScope, slot: Slot, *, access: Scope | None = None
