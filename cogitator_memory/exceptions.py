@@ -363,3 +363,87 @@ class LLMUnavailable(Conflict):
             "(set COGITATOR_MEMORY['LLM']['PROVIDER'] and MODEL)."
         )
         self.work = work
+
+
+# --- memory files ------------------------------------------------------------------------
+
+
+class MemoryFileError(Conflict):
+    """A memory-tool command (or a file service call) was refused; ``message`` is the text
+    the model reads, in the words of Anthropic's memory tool where it has them. Nothing
+    was changed."""
+
+    code = "memory_file_refused"
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class InvalidMemoryPath(MemoryFileError):
+    """A path that is not a path under ``/memories`` (or holds what no path may hold);
+    ``errors`` names the field, as ``InvalidInput`` does, for an API to answer 400."""
+
+    code = "memory_file_path"
+
+    def __init__(self, message: str, *, field: str = "path") -> None:
+        super().__init__(message)
+        self.errors: dict[str, list[str]] = {field: [message]}
+
+
+class MemoryFileReadOnly(MemoryFileError):
+    """The access is read-only: every change is refused."""
+
+    code = "memory_file_read_only"
+
+    def __init__(self) -> None:
+        super().__init__("Memory files are read-only here: nothing was changed.")
+
+
+class MemoryFileReserved(MemoryFileError):
+    """The change touches a path memory keeps itself (the playbook, observations)."""
+
+    code = "memory_file_reserved"
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path} is kept by memory itself and is read-only here.", path=path)
+
+
+class FileVersionConflict(MemoryFileError):
+    """The file stands otherwise than the caller last read it (``expected_sha256``):
+    another writer changed it since. ``current_sha256`` is what stands (None: no file)."""
+
+    code = "memory_file_conflict"
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        expected_sha256: str | None,
+        current_sha256: str | None,
+        message: str | None = None,
+    ) -> None:
+        super().__init__(
+            message
+            or f"The file {path} has changed since you last read it. View it again and try again.",
+            path=path,
+        )
+        self.expected_sha256 = expected_sha256
+        self.current_sha256 = current_sha256
+
+
+class ConcurrentFileChange(FileVersionConflict):
+    """Other writers kept adding versions where this change wrote, try after try."""
+
+    code = "memory_file_conflict"
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            path,
+            expected_sha256=None,
+            current_sha256=None,
+            message=(
+                f"Another writer changed the memory around {path} at the same time. "
+                "View it again and try again."
+            ),
+        )

@@ -2,6 +2,7 @@
 
 from cogitator_memory.access.models import Grant
 from cogitator_memory.embeddings.models import Embedding
+from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
 from cogitator_memory.items.models import (
     Entity,
     Evidence,
@@ -21,6 +22,8 @@ __all__ = [
     "ExtractionRun",
     "ExtractionWindow",
     "Grant",
+    "MemoryFileHead",
+    "MemoryFileVersion",
     "MemoryItem",
     "OutboxMessage",
     "Role",

@@ -1,0 +1,62 @@
+"""Named filters of memory file versions and heads."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import TYPE_CHECKING
+
+from django.db import models
+
+from cogitator_memory.items.querysets import memory_scope_q
+from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.scope import Scope, scope_condition
+
+if TYPE_CHECKING:
+    from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion  # noqa: F401
+
+
+def on_branch_q(thread_id: str, entry_ids: Collection[str], *, prefix: str = "") -> models.Q:
+    """Versions a run standing on a branch of ``thread_id`` sees: those written outside
+    that thread, and those written in it after an entry of the branch (``entry_ids``)."""
+    return (
+        models.Q(**{f"{prefix}place_thread_id__isnull": True})
+        | ~models.Q(**{f"{prefix}place_thread_id": thread_id})
+        | models.Q(**{f"{prefix}place_id__in": list(entry_ids)})
+    )
+
+
+def under_q(directory: str) -> models.Q:
+    """Paths strictly under ``directory`` (an exact prefix match, so ``%`` and ``_`` in a
+    path are not wildcards)."""
+    return models.Q(path__startswith=directory.rstrip("/") + "/")
+
+
+class FileVersionQuerySet(models.QuerySet["MemoryFileVersion"]):
+    def visible_to(self, access: Scope) -> FileVersionQuerySet:
+        """Versions the caller of ``access`` may see (``scope.scope_condition``)."""
+        condition = scope_condition(access, agent_field="agent_id", user_field="user_id")
+        return self.none() if condition is None else self.filter(condition)
+
+    def seen_from(self, scope: MemoryScope) -> FileVersionQuerySet:
+        """Versions a run of ``scope`` sees: its scope's and those shared wider."""
+        return self.filter(memory_scope_q(scope))
+
+    def of_scope_key(self, key: str) -> FileVersionQuerySet:
+        return self.filter(scope_key=key)
+
+
+class FileHeadQuerySet(models.QuerySet["MemoryFileHead"]):
+    def visible_to(self, access: Scope) -> FileHeadQuerySet:
+        """Heads the caller of ``access`` may see (``scope.scope_condition``)."""
+        condition = scope_condition(access, agent_field="agent_id", user_field="user_id")
+        return self.none() if condition is None else self.filter(condition)
+
+    def seen_from(self, scope: MemoryScope) -> FileHeadQuerySet:
+        """Heads a run of ``scope`` sees: its scope's and those shared wider."""
+        return self.filter(memory_scope_q(scope))
+
+    def at_or_under(self, path: str) -> FileHeadQuerySet:
+        """Heads of ``path`` itself and of every path under it."""
+        if path == "/memories":
+            return self.filter(under_q(path))
+        return self.filter(models.Q(path=path) | under_q(path))
