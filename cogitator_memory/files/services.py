@@ -56,6 +56,9 @@ MAX_CHANGE_BYTES = 8 * 1024 * 1024
 # A change made again this many times in a row lost every race: the memory is too busy
 # around its path, and the caller is told to look again.
 TRIES = 3
+# Commands that change a file the caller may have read: they take its sha256 as a
+# precondition.
+PRECONDITIONED = frozenset({"str_replace", "insert", "delete", "rename"})
 
 T = TypeVar("T")
 
@@ -123,9 +126,14 @@ class MemoryFiles:
         def attempt() -> Outcome:
             if name in ADDS_PATHS:
                 lock_paths_of_agent(access.scope.agent_id)
-            outcome = outcome_of(Reader(access), command)
+            reader = Reader(access)
+            if name in PRECONDITIONED:
+                # Before the command: an edit of a file that changed since it was read
+                # is refused as such, not by what the edit finds in the new text.
+                self._check_read_version(access, reader, command)
+            outcome = outcome_of(reader, command)
             self._check_change(access, outcome, command)
-            write_versions(access, outcome.writes)
+            write_versions(access, outcome.writes, read=reader)
             return outcome
 
         outcome = self._with_retries(attempt, _command_path(command))
@@ -253,7 +261,7 @@ class MemoryFiles:
                     raise texts.under_a_file(path, above)
             outcome = Outcome(answer="", writes=[Write(path=path, content=text, base=state)])
             self._check_change(access, outcome, {}, check_seen=False)
-            version = write_versions(access, outcome.writes)[0]
+            version = write_versions(access, outcome.writes, read=reader)[0]
             return FileState(
                 path=path,
                 scope=target_scope(access.scope, state),
@@ -357,6 +365,28 @@ class MemoryFiles:
                 known = False
             if known and expected != current:
                 raise FileVersionConflict(path, expected_sha256=expected, current_sha256=current)
+
+    @staticmethod
+    def _check_read_version(access: FileAccess, reader: Reader, command: Mapping[str, Any]) -> None:
+        """``FileVersionConflict`` when the file the command changes stands otherwise
+        than the caller last read it (its ``expected_sha256``, or ``access.seen``)."""
+        try:
+            path = normalize(
+                command.get("old_path" if command.get("command") == "rename" else "path")
+            )
+        except InvalidMemoryPath:
+            return  # the command refuses the path in the tool's words
+        explicit = command.get("expected_sha256", UNSET)
+        if explicit is not UNSET:
+            known, expected = True, explicit
+        else:
+            known, expected = access.expected_sha256(path)
+        if not known:
+            return
+        state = reader.state(path)
+        current = state.sha256 if state is not None and state.exists else None
+        if expected != current:
+            raise FileVersionConflict(path, expected_sha256=expected, current_sha256=current)
 
     @staticmethod
     def _with_retries(attempt: Callable[[], T], path: str) -> T:

@@ -93,6 +93,21 @@ class Reader:
     def __init__(self, access: FileAccess) -> None:
         self.access = access
         self._branch: frozenset[str] | None = None
+        # The head sequence of every (scope key, path) read, and the paths and
+        # directories asked about: a write must find the head it was computed from.
+        self.head_sequences: dict[tuple[str, str], int] = {}
+        self._asked_paths: set[str] = set()
+        self._asked_directories: set[str] = set()
+        # What each path was first read as: later reads of one attempt answer the same,
+        # so a change is computed and checked on one state of each file even where
+        # each statement sees the newest commits (READ COMMITTED).
+        self._known: dict[str, FileState | None] = {}
+
+    def asked_about(self, path: str) -> bool:
+        """Whether a read covered ``path`` (so a missing head there was seen missing)."""
+        return path in self._asked_paths or any(
+            is_at_or_under(path, d) and path != d for d in self._asked_directories
+        )
 
     # --- the branch ----------------------------------------------------------------------
 
@@ -117,8 +132,11 @@ class Reader:
     def states(self, *, at: Iterable[str] = (), under: Iterable[str] = ()) -> dict[str, FileState]:
         """What the access sees at each path of ``at`` and at every path under each
         directory of ``under`` (paths it sees nothing at are left out)."""
-        exact = sorted(set(at))
+        asked = set(at)
         directories = sorted(set(under))
+        if not directories and asked <= self._known.keys():
+            return {p: s for p in asked if (s := self._known[p]) is not None}
+        exact = sorted(asked)
         condition = Q(path__in=exact) if exact else Q(pk__in=[])
         for directory in directories:
             condition |= under_q(directory)
@@ -135,6 +153,7 @@ class Reader:
                 is_at_or_under(path, d) and path != d for d in directories
             ):
                 continue
+            self.head_sequences.setdefault((row["scope_key"], path), row["sequence"])
             if not self._on_branch(row["place_thread_id"], row["version__place_id"]):
                 off_branch.append(row)
                 continue
@@ -143,7 +162,13 @@ class Reader:
             state = self._newest_on_branch(row["scope_key"], row["path"])
             if state is not None:
                 self._offer(best, state)
-        return best
+        for path in exact:
+            self._known.setdefault(path, best.get(path))
+        for path, state in best.items():
+            self._known.setdefault(path, state)
+        self._asked_paths.update(exact)
+        self._asked_directories.update(directories)
+        return {p: s for p in best if (s := self._known[p]) is not None}
 
     def state(self, path: str) -> FileState | None:
         return self.states(at=[path]).get(path)
@@ -237,11 +262,15 @@ def lock_paths_of_agent(agent_id: str) -> None:
     # SQLite: the IMMEDIATE transaction holds the database's write lock already.
 
 
-def write_versions(access: FileAccess, writes: Sequence[Write]) -> list[MemoryFileVersion]:
+def write_versions(
+    access: FileAccess, writes: Sequence[Write], *, read: Reader
+) -> list[MemoryFileVersion]:
     """Add a version for each write and move the heads, in the open transaction.
 
-    Raises ``IntegrityError`` when another writer added a version at a sequence this one
-    meant to take: the caller rolls back its savepoint and makes the change again.
+    ``read`` is the reader the writes were computed with: each version takes the sequence
+    after the head that reader saw. Raises ``IntegrityError`` when another writer added
+    a version since (at that sequence, or moved the head): the caller rolls back its
+    savepoint and makes the change again on what stands.
     """
     place = access.place
     now = timezone.now()
@@ -254,6 +283,10 @@ def write_versions(access: FileAccess, writes: Sequence[Write]) -> list[MemoryFi
             .values("pk", "sequence")
             .first()
         )
+        if read.asked_about(write.path):
+            seen = read.head_sequences.get((key, write.path))
+            if (None if head is None else head["sequence"]) != seen:
+                raise IntegrityError(f"{write.path} changed while the change was made.")
         sequence = 1 if head is None else head["sequence"] + 1
         version = MemoryFileVersion.objects.create(
             **scope.as_fields(),

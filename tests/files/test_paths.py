@@ -1,0 +1,123 @@
+"""Hostile paths: whatever a model names, nothing is read or written outside /memories or
+outside the scope of the access."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cogitator_memory.exceptions import InvalidMemoryPath, MemoryFileError
+from cogitator_memory.files.access import FileAccess
+from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
+from cogitator_memory.files.paths import MAX_NAME_LENGTH, normalize
+from cogitator_memory.files.services import MemoryFiles
+from cogitator_memory.items.scopes import MemoryScope
+
+pytestmark = pytest.mark.django_db
+
+MALLORY = MemoryScope("concierge", user_id="mallory")
+ANA = MemoryScope("concierge", user_id="ana")
+
+PIECES = [
+    "/memories",
+    "/memories/",
+    "/",
+    "//",
+    "..",
+    ".",
+    "../",
+    "/..",
+    "memories",
+    "/memories..",
+    "/memoriesx",
+    "%2e%2e",
+    "\\",
+    "\x00",
+    "\n",
+    "\r",
+    "\t",
+    "\x1b",
+    "\u202e",
+    "\ud800",
+    "é",
+    "a",
+    "b.md",
+    "*",
+    "%",
+    "_",
+    "?",
+    "~",
+    "$HOME",
+    "C:",
+    "\u0085",
+    "ANA",
+    "/etc/passwd",
+]
+HOSTILE = st.lists(
+    st.one_of(st.sampled_from(PIECES), st.text(max_size=6)), min_size=1, max_size=8
+).map("".join)
+
+
+def test_a_canonical_path_is_slash_separated_names_under_memories() -> None:
+    assert normalize("/memories//a/./b/") == "/memories/a/b"
+    assert normalize("/memories") == "/memories"
+    for bad in ("/memories/../etc", "/memoriesx", "/memories/a\x00", "/memories/\u0085", 7):
+        with pytest.raises(InvalidMemoryPath):
+            normalize(bad)
+    with pytest.raises(InvalidMemoryPath, match="longer than 255 characters"):
+        normalize("/memories/" + "n" * (MAX_NAME_LENGTH + 1))
+
+
+@settings(
+    max_examples=3000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    path=HOSTILE,
+    other=HOSTILE,
+    command=st.sampled_from(["create", "view", "delete", "rename", "str_replace"]),
+)
+def test_no_hostile_path_escapes_memories_or_the_scope(path: str, other: str, command: str) -> None:
+    # given ana's file, which mallory must never reach
+    files = MemoryFiles()
+    if not MemoryFileHead.objects.filter(user_id="ana").exists():
+        files.run(
+            FileAccess(scope=ANA),
+            {"command": "create", "path": "/memories/ana.md", "file_text": "ana"},
+        )
+    mallory = FileAccess(scope=MALLORY)
+    tool_input = {
+        "command": command,
+        "path": path,
+        "file_text": "x",
+        "old_path": path,
+        "new_path": other,
+        "old_str": "a",
+        "new_str": "b",
+    }
+    # when
+    answer = files.handle_tool_call(mallory, tool_input)
+    # then
+    if "ana.md" not in path + other:
+        assert "/memories/ana.md" not in answer
+    for version in MemoryFileVersion.objects.all():
+        assert version.path == normalize(version.path)
+        assert version.path.startswith("/memories/")
+        assert not any(name in ("", ".", "..") for name in version.path.split("/")[2:])
+        if version.user_id == "ana":
+            assert version.path == "/memories/ana.md" and version.content == "ana"
+        else:
+            assert (version.agent_id, version.user_id) == ("concierge", "mallory")
+    assert files.read(FileAccess(scope=ANA), "/memories/ana.md").content == "ana"  # type: ignore[union-attr]
+
+
+def test_a_refused_path_is_an_error_a_model_reads() -> None:
+    files = MemoryFiles()
+    with pytest.raises(MemoryFileError) as refused:
+        files.run(FileAccess(scope=ANA), {"command": "view", "path": "/memories/\x00x"})
+    assert refused.value.message == (
+        "Path /memories/\\u0000x contains a control character; "
+        "memory paths hold printable characters only."
+    )
