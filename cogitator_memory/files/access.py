@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from cogitator_memory.exceptions import InvalidInput
 from cogitator_memory.files.models import Author
 from cogitator_memory.files.paths import reserved_paths
 from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.jsondata import storable_text
 from cogitator_memory.scope import Scope
 
 Observer = Callable[[str, str | None], None]
@@ -69,6 +71,16 @@ class FileAccess:
     _reserved: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.scope, MemoryScope):
+            raise InvalidInput({"scope": "A file access needs a MemoryScope."})
+        if self.author not in Author.values:
+            raise InvalidInput(
+                {"author": f"The author is one of {', '.join(Author.values)}, not {self.author!r}."}
+            )
+        if self.place is not None and not (
+            storable_text(self.place.thread_id) and storable_text(self.place.leaf_id)
+        ):
+            raise InvalidInput({"place": "A place names a thread id and an entry id."})
         object.__setattr__(self, "_reserved", reserved_paths(self.reserved))
 
     @property

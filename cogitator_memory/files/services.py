@@ -48,6 +48,7 @@ from cogitator_memory.files.store import (
 from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.jsondata import text_problem
 from cogitator_memory.threads.models import REDACTED_TEXT
+from cogitator_memory.threads.selectors import entry_in_thread
 
 __all__ = ["MAX_CHANGE_BYTES", "MAX_FILE_BYTES", "TRIES", "UNSET", "MemoryFile", "MemoryFiles"]
 
@@ -329,8 +330,14 @@ class MemoryFiles:
 
     @staticmethod
     def _check_writable(access: FileAccess) -> None:
+        """``MemoryFileReadOnly`` for a read-only access; ``EntryNotInThread`` for a place
+        whose entry is not in its thread (checked before writing: the key to the entry
+        would fail only at commit on PostgreSQL, past the savepoint of a try)."""
         if access.read_only:
             raise MemoryFileReadOnly()
+        place = access.place
+        if place is not None:
+            entry_in_thread(place.leaf_id, place.thread_id, field="place")
 
     @staticmethod
     def _check_change(

@@ -3,10 +3,14 @@ the limits of a change."""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from cogitator_memory.exceptions import (
+    EntryNotInThread,
     FileVersionConflict,
+    InvalidInput,
     MemoryFileError,
     MemoryFileReadOnly,
     MemoryFileReserved,
@@ -358,3 +362,37 @@ def test_redaction_replaces_the_content_of_every_version_along_renames() -> None
     assert files.redact(ana, ["/memories/new.md"], every_scope=True) == 4
     assert contents(files, FileAccess(scope=BO))["/memories/new.md"] == "[redacted]"
     assert contents(files, ana)["/memories/keep.md"] == "keep"
+
+
+def test_an_access_refuses_an_unknown_author_and_a_place_off_its_thread() -> None:
+    with pytest.raises(InvalidInput, match="The author is one of memory, user, model"):
+        FileAccess(scope=ANA, author="robot")
+    entry = EntryFactory(thread=ThreadFactory(id="t-1"))
+    access = FileAccess(scope=ANA, place=Place("t-2", entry.pk))
+    with pytest.raises(EntryNotInThread):
+        create(MemoryFiles(), access, "/memories/a.md", "a")
+    assert MemoryFileVersion.objects.count() == 0
+
+
+def test_observe_hears_each_version_shown_or_written() -> None:
+    # given
+    heard: list[tuple[str, str | None]] = []
+    access = FileAccess(scope=ANA, observe=lambda path, sha: heard.append((path, sha)))
+    files = MemoryFiles()
+    # when
+    create(files, access, "/memories/a.md", "a")
+    files.run(access, {"command": "view", "path": "/memories/a.md"})
+    files.run(
+        access, {"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/b.md"}
+    )
+    # then
+    sha = hashlib.sha256(b"a").hexdigest()
+    assert heard == [
+        ("/memories/a.md", sha),
+        ("/memories/a.md", sha),
+        ("/memories/a.md", None),
+        ("/memories/b.md", sha),
+    ]
+    assert [(f.path, f.size, f.content) for f in files.index(access)] == [
+        ("/memories/b.md", 1, None)
+    ]
