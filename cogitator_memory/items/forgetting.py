@@ -39,6 +39,13 @@ class ItemsOnEntries:
         revised = [pk for pk, quotes, of_these in touched if quotes != of_these]
         gone = set(ids)
         items = MemoryItems()
+        # The slots are laid out again below: under the lock a write of their agent takes,
+        # so a write racing the deletion cannot leave a slot with two open states.
+        items.lock_agents(
+            MemoryItem.objects.filter(pk__in=[pk for pk, _q, _o in touched]).values_list(
+                "agent_id", flat=True
+            )
+        )
         items.revise_evidence(revised, keep=lambda evidence: evidence.entry_id not in gone)
         if purged:
             slots = {

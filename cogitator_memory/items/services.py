@@ -38,8 +38,9 @@ from cogitator_memory.items.models import (
     MemoryItem,
     Trust,
 )
-from cogitator_memory.items.querysets import ItemQuerySet, known_at_q, valid_as_known_q
+from cogitator_memory.items.querysets import ItemQuerySet
 from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.items.selectors import held
 from cogitator_memory.jsondata import json_problem, text_problem
 from cogitator_memory.lineage import Quote, verify_evidence
 from cogitator_memory.scope import Scope
@@ -67,8 +68,6 @@ RECORDING_STEP = timedelta(milliseconds=1)
 TIMELINE_STATUSES = (ItemStatus.ACTIVE, ItemStatus.SUPERSEDED, ItemStatus.LET_GO)
 # The states a new statement may merge into.
 OPEN_STATUSES = (ItemStatus.SUGGESTED, ItemStatus.ACTIVE, ItemStatus.SUPERSEDED)
-# What a query returns unless asked for more: what held, read from the times.
-DEFAULT_QUERY_STATUSES = (ItemStatus.ACTIVE, ItemStatus.SUPERSEDED)
 MAX_TEXT = 10_000
 # What the layout changes in a state.
 LAYOUT_SAVED = ("valid_to", "valid_to_known_at", "status")
@@ -221,6 +220,12 @@ class MemoryItems:
                     [f"cogitator_memory.items:{agent_id}"],
                 )
         # SQLite: the IMMEDIATE transaction holds the database's write lock already.
+
+    def lock_agents(self, agent_ids: Iterable[str]) -> None:
+        """Serialize with the writes of these agents until the transaction ends (in one
+        order, so two lockers of the same agents never wait on each other)."""
+        for agent_id in sorted(set(agent_ids)):
+            self._lock_agent(agent_id)
 
     # --- entities and quotes ---------------------------------------------------------
 
@@ -530,7 +535,9 @@ class MemoryItems:
         went); an item whose quotes no longer hold is no longer verified. Returns the ids
         of the items changed."""
         changed: list[str] = []
-        for item in MemoryItem.objects.filter(pk__in=list(ids)).order_by("id"):
+        chosen = MemoryItem.objects.filter(pk__in=list(ids))
+        self.lock_agents(chosen.values_list("agent_id", flat=True))
+        for item in chosen.order_by("id"):
             dropped = [row.pk for row in item.evidence.all() if not keep(row)]
             if not dropped:
                 continue
@@ -564,33 +571,10 @@ class MemoryItems:
         ``known_at``) as memory knew them ``known_at`` (default now), newest first. By
         default active and superseded items, the state that holds read from the times;
         an item let go or made stale after ``known_at`` counts as it stood then."""
-        known = known_at or self.clock()
-        moment = as_of or known
-        wanted = list(statuses) if statuses is not None else list(DEFAULT_QUERY_STATUSES)
-        status_q = Q(status__in=wanted)
-        if known_at is not None and (
-            ItemStatus.ACTIVE in wanted or ItemStatus.SUPERSEDED in wanted
-        ):
-            # What was active then and has left memory since.
-            status_q |= Q(
-                status__in=[ItemStatus.STALE, ItemStatus.LET_GO],
-                activated_at__lte=known,
-                expired_at__gt=known,
-            )
         items: ItemQuerySet = MemoryItem.objects.seen_from(scope)
         if access is not None:
             items = items.visible_to(access)
-        if known_at is None:
-            # What memory holds now, including states recorded a moment ahead of the clock
-            # (new states of one agent are spaced a millisecond apart).
-            items = items.filter(status_q, expired_at__isnull=True).filter(valid_from__lte=moment)
-            items = items.filter(Q(valid_to__isnull=True) | Q(valid_to__gt=moment))
-        else:
-            items = (
-                items.filter(status_q)
-                .filter(known_at_q(known))
-                .filter(valid_as_known_q(moment, known))
-            )
+        items = held(items, as_of=as_of, known_at=known_at, statuses=statuses, now=self.clock())
         if kinds is not None:
             items = items.filter(kind__in=list(kinds))
         if slot is not None:
