@@ -71,7 +71,7 @@ def _has_files_under(reader: Reader, directory: str) -> bool:
     return bool(_files_under(reader, directory))
 
 
-def _file_above(reader: Reader, path: str) -> str | None:
+def file_above(reader: Reader, path: str) -> str | None:
     """The nearest directory of ``path`` that is a file, if any."""
     above = parents(path)
     if not above:
@@ -146,7 +146,7 @@ def create(reader: Reader, command: Mapping[str, Any]) -> Outcome:
     state = reader.state(path)
     if (state is not None and state.exists) or _has_files_under(reader, path):
         raise texts.already_exists(path)
-    above = _file_above(reader, path)
+    above = file_above(reader, path)
     if above is not None:
         raise texts.under_a_file(path, above)
     return Outcome(
@@ -256,7 +256,7 @@ def rename(reader: Reader, command: Mapping[str, Any]) -> Outcome:
         raise texts.destination_exists(new_path)
     if new_path.startswith(old_path + "/"):
         raise texts.into_itself(old_path, new_path)
-    above = _file_above(reader, new_path)
+    above = file_above(reader, new_path)
     if above is not None:
         raise texts.under_a_file(new_path, above)
     contents = reader.contents(list(moving.values()))

@@ -32,7 +32,7 @@ from cogitator_memory.exceptions import (
 )
 from cogitator_memory.files import texts
 from cogitator_memory.files.access import FileAccess
-from cogitator_memory.files.commands import ADDS_PATHS, Outcome, outcome_of
+from cogitator_memory.files.commands import ADDS_PATHS, Outcome, file_above, outcome_of
 from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
 from cogitator_memory.files.paths import ROOT, check_not_reserved, normalize
 from cogitator_memory.files.store import (
@@ -255,9 +255,7 @@ class MemoryFiles:
                     s.exists for s in reader.states(under=[path]).values()
                 ):
                     raise texts.not_a_file(path)
-                from cogitator_memory.files.commands import _file_above
-
-                above = _file_above(reader, path)
+                above = file_above(reader, path)
                 if above is not None:
                     raise texts.under_a_file(path, above)
             outcome = Outcome(answer="", writes=[Write(path=path, content=text, base=state)])
