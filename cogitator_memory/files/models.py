@@ -118,6 +118,9 @@ class MemoryFileVersion(ScopeFields):
     class Meta:
         verbose_name = _("memory file version")
         verbose_name_plural = _("memory file versions")
+        permissions = [
+            ("redact_memoryfileversion", _("Can redact memory file versions")),
+        ]
         constraints = [
             # The database, not a read-then-write, refuses a second writer of a version.
             models.UniqueConstraint(
