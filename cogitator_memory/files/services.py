@@ -188,10 +188,13 @@ class MemoryFiles:
         """The files a run's context lists: path, size and version of each, no content."""
         return self.list(access, with_content=False)
 
-    def history(self, access: FileAccess, path: str) -> builtins.list[MemoryFileVersion]:
+    def history(
+        self, access: FileAccess, path: str, *, with_content: bool = True
+    ) -> builtins.list[MemoryFileVersion]:
         """Every version of the file at ``path`` as the access sees it, oldest first: the
         versions it was made from, back through renames (``previous``). Empty when the
-        access sees nothing there."""
+        access sees nothing there. ``with_content=False`` leaves the content unread
+        (deferred), for a listing of a long history of large files."""
         self._check_grants(access)
         path = normalize(path)
         state = Reader(access).state(path)
@@ -199,18 +202,19 @@ class MemoryFiles:
             return []
         chain: builtins.list[MemoryFileVersion] = []
         versions: dict[str, MemoryFileVersion] = {}
+        read = MemoryFileVersion.objects.all()
+        if not with_content:
+            read = read.defer("content")
         next_id: str | None = state.version_id
         while next_id is not None:
             if next_id not in versions:
-                anchor = MemoryFileVersion.objects.filter(pk=next_id).first()
+                anchor = read.filter(pk=next_id).first()
                 if anchor is None:
                     break
                 # One query per path and scope the file lived at, not one per version.
                 versions.update(
                     (version.pk, version)
-                    for version in MemoryFileVersion.objects.filter(
-                        scope_key=anchor.scope_key, path=anchor.path
-                    )
+                    for version in read.filter(scope_key=anchor.scope_key, path=anchor.path)
                 )
                 versions[anchor.pk] = anchor
             version = versions[next_id]
