@@ -18,7 +18,10 @@ from django.urls import reverse
 from cogitator_memory.access.models import Grant
 from cogitator_memory.admin.scale import LargeTablePaginator, estimated_row_count
 from cogitator_memory.admin.threads import ThreadAdmin
+from cogitator_memory.files.access import FileAccess
+from cogitator_memory.files.services import MemoryFiles
 from cogitator_memory.items.models import ExtractionRun
+from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.outbox.models import OutboxMessage
 from cogitator_memory.threads.models import Thread
 from tests.factories import EntryFactory
@@ -143,6 +146,7 @@ def test_only_an_unfiltered_queryset_gets_an_estimate() -> None:
         "admin:cogitator_memory_grant_changelist",
         "admin:cogitator_memory_outboxmessage_changelist",
         "admin:cogitator_memory_extractionrun_changelist",
+        "admin:cogitator_memory_memoryfilehead_changelist",
     ],
 )
 def test_a_list_page_reads_no_column_over_every_row(
@@ -155,6 +159,7 @@ def test_a_list_page_reads_no_column_over_every_row(
     Grant.objects.create(user=admin_user, agent_id="agent-1")
     OutboxMessage.objects.create(topic="tests.scale", payload={})
     ExtractionRun.objects.create(thread=thread, status="done")
+    MemoryFiles().put(FileAccess(scope=MemoryScope("agent-1")), "/memories/notes.md", "x")
     # when
     with CaptureQueriesContext(connection) as queries:
         response = admin_client.get(reverse(url_name), {"_facets": "True"})
