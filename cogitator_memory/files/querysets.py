@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from django.db import models
+from django.db import connections, models, router
 
 from cogitator_memory.items.querysets import memory_scope_q
 from cogitator_memory.items.scopes import MemoryScope
@@ -27,8 +27,27 @@ def on_branch_q(thread_id: str, entry_ids: Collection[str], *, prefix: str = "")
 
 def under_q(directory: str) -> models.Q:
     """Paths strictly under ``directory`` (an exact prefix match, so ``%`` and ``_`` in a
-    path are not wildcards)."""
-    return models.Q(path__startswith=directory.rstrip("/") + "/")
+    path are not wildcards).
+
+    The prefix is an index range, not a filter over every path of the agent: on
+    PostgreSQL ``LIKE 'prefix%'`` is an index condition of ``cm_file_head_path_prefix``
+    (``varchar_pattern_ops``, whatever the database's collation); on SQLite, whose
+    ``LIKE`` ignores case and so reads no index, the same paths are asked as the range
+    ``prefix/ <= path < prefix0`` (``0`` follows ``/``; SQLite compares text byte by byte,
+    so the range holds exactly the paths that start with the prefix) and the ``LIKE``
+    stays as a second check.
+    """
+    prefix = directory.rstrip("/") + "/"
+    condition = models.Q(path__startswith=prefix)
+    if _vendor() == "sqlite":
+        condition &= models.Q(path__gte=prefix, path__lt=prefix[:-1] + "0")
+    return condition
+
+
+def _vendor() -> str:
+    from cogitator_memory.files.models import MemoryFileHead
+
+    return connections[router.db_for_read(MemoryFileHead)].vendor
 
 
 class FileVersionQuerySet(models.QuerySet["MemoryFileVersion"]):
