@@ -261,24 +261,28 @@ class MemoryItems:
         """The entity of this name the scope sees (its own user's first), if there is one."""
         return self._first_entity(self._entities_named(scope, name))
 
-    def _entity_and_recorded_at(
-        self, scope: MemoryScope, name: str, kind: str, said_at: datetime
-    ) -> tuple[Entity, datetime]:
-        """The entity of this name the scope sees (the rule of ``entity_named``) or a new
-        one, and when the new state is recorded: ``said_at``, or a millisecond after the
-        agent's last recorded state if that is later. One statement reads both (a second
-        one the time, for a new entity). It runs after the lock, as a statement of its
-        own: a statement's snapshot is taken when it starts, so one that also waited for
-        the lock would miss the writer it waited for."""
-        candidates, last = WriteSQL.entities_named(scope, entity_key(name))
+    def _entity_slot_and_recorded_at(
+        self, scope: MemoryScope, new: NewItem, said_at: datetime, statuses: Sequence[str]
+    ) -> tuple[Entity, list[SlotState], datetime]:
+        """The entity of the statement's subject the scope sees (the rule of
+        ``entity_named``) or a new one, the states of ``statuses`` of its slot in the
+        scope (timeline order), and when the new state is recorded: ``said_at``, or a
+        millisecond after the agent's last recorded state if that is later. One statement
+        reads all three (a second one the time, for a new entity). It runs after the lock,
+        as a statement of its own: a statement's snapshot is taken when it starts, so one
+        that also waited for the lock would miss the writer it waited for."""
+        candidates, last, slots = WriteSQL.entity_and_slot(
+            scope, entity_key(new.subject), new.attribute, statuses
+        )
         entity = self._first_entity(candidates) or Entity.objects.create(
             agent_id=scope.agent_id,
             user_id=scope.user_id,
-            name=" ".join(name.split())[:MAX_NAME],
-            key=entity_key(name),
-            kind=kind or "",
+            name=" ".join(new.subject.split())[:MAX_NAME],
+            key=entity_key(new.subject),
+            kind=new.subject_kind or "",
         )
-        return entity, max(said_at, last + RECORDING_STEP) if last is not None else said_at
+        now = max(said_at, last + RECORDING_STEP) if last is not None else said_at
+        return entity, slots.get(entity.pk, []), now
 
     def _checked_quotes(
         self, scope: MemoryScope, evidence: Sequence[NewEvidence], access: Scope | None
@@ -325,16 +329,15 @@ class MemoryItems:
         self._lock_quoted_threads(new.evidence)
         self._lock_agent(scope.agent_id)
         said_at = self.clock()
-        entity, now = self._entity_and_recorded_at(scope, new.subject, new.subject_kind, said_at)
-        quotes = self._checked_quotes(scope, new.evidence, access)
-        verified = any(holds for _quote, _entry, holds in quotes)
-        # The slot is read once, its rows locked: the newest open state (to merge into or
+        # The slot is read once, with its subject: the newest open state (to merge into or
         # to contradict) is the last open one in timeline order, and the rest is what the
         # layout needs. Suggested states are read for the merge only; they have no place in
         # the timeline.
-        read = WriteSQL.slot_states(
-            Slot(entity.pk, new.attribute), scope, (*OPEN_STATUSES, ItemStatus.LET_GO)
+        entity, read, now = self._entity_slot_and_recorded_at(
+            scope, new, said_at, (*OPEN_STATUSES, ItemStatus.LET_GO)
         )
+        quotes = self._checked_quotes(scope, new.evidence, access)
+        verified = any(holds for _quote, _entry, holds in quotes)
         latest = next((state for state in reversed(read) if state.status in OPEN_STATUSES), None)
         states: list[SlotState | MemoryItem] = list(read)
         item_fields: list[str] = []
@@ -681,25 +684,89 @@ class WriteSQL:
             row = cursor.fetchone()
         return cls._datetime(row[0], connection) if row else None
 
+    # What a write reads of a slot's states, in the order of ``SlotState``'s fields.
+    STATE_COLUMNS = (
+        "id",
+        "status",
+        "valid_from",
+        "valid_to",
+        "valid_to_known_at",
+        "ends_at",
+        "recorded_at",
+        "value",
+        "kind",
+        "trust",
+        "confidence",
+    )
+    STATE_MOMENTS = frozenset(
+        {"valid_from", "valid_to", "valid_to_known_at", "ends_at", "recorded_at"}
+    )
+
+    @staticmethod
+    def _scope_conditions(scope: MemoryScope, table: str) -> tuple[list[str], list[Any]]:
+        """The exact scope as conditions on ``table``'s columns, and their parameters."""
+        conditions: list[str] = []
+        params: list[Any] = []
+        for name, value in scope.as_fields().items():
+            conditions.append(
+                f'{table}"{name}" IS NULL' if value is None else f'{table}"{name}" = %s'
+            )
+            params += [] if value is None else [value]
+        return conditions, params
+
     @classmethod
-    def entities_named(cls, scope: MemoryScope, key: str) -> tuple[list[Entity], datetime | None]:
-        """The entities of this key the scope sees (``MemoryItems._entities_named``), and
-        the agent's last recorded time, read with them (on its own when none matches)."""
+    def entity_and_slot(
+        cls, scope: MemoryScope, key: str, attribute: str, statuses: Sequence[str]
+    ) -> tuple[list[Entity], datetime | None, dict[str, list[SlotState]]]:
+        """The entities of this key the scope sees (``MemoryItems._entities_named``), the
+        agent's last recorded time, and each entity's states of ``statuses`` in the slot of
+        ``attribute`` in the exact scope, in timeline order: one statement (the time on
+        its own when no entity matches).
+
+        The states are not locked row by row: every change of a slot's layout (a write, a
+        review, forgetting) holds the agent's lock, which the caller holds."""
         connection = cls._connection()
-        users = '"user_id" IS NULL' + (' OR "user_id" = %s' if scope.user_id is not None else "")
-        params = [scope.agent_id, scope.agent_id, key]
-        params += [scope.user_id] if scope.user_id is not None else []
-        found = list(
+        in_scope, scope_params = cls._scope_conditions(scope, "i.")
+        marks = ", ".join(["%s"] * len(statuses))
+        joined = " AND ".join(
+            ['i."subject_id" = e."id"', 'i."attribute" = %s', *in_scope, f'i."status" IN ({marks})']
+        )
+        users = 'e."user_id" IS NULL' + (
+            ' OR e."user_id" = %s' if scope.user_id is not None else ""
+        )
+        state_columns = ", ".join(f'i."{name}" AS "s_{name}"' for name in cls.STATE_COLUMNS)
+        params: list[Any] = [scope.agent_id, attribute, *scope_params, *statuses]
+        params += [scope.agent_id, key] + ([scope.user_id] if scope.user_id is not None else [])
+        rows = list(
             Entity.objects.raw(
-                f'SELECT *, ({cls.LAST_RECORDED}) AS "agent_last_recorded"'
-                f' FROM "{cls.ENTITIES}" WHERE "agent_id" = %s AND "key" = %s AND ({users})',
+                f'SELECT e.*, ({cls.LAST_RECORDED}) AS "agent_last_recorded", {state_columns}'
+                f' FROM "{cls.ENTITIES}" e LEFT JOIN "{cls.ITEMS}" i ON {joined}'
+                f' WHERE e."agent_id" = %s AND e."key" = %s AND ({users})'
+                ' ORDER BY e."id", i."valid_from", i."recorded_at", i."id"',
                 params,
             )
         )
-        if not found:
-            return [], cls.last_recorded(scope.agent_id)
-        last = found[0].agent_last_recorded  # type: ignore[attr-defined]  # the extra column
-        return found, cls._datetime(last, connection)
+        if not rows:
+            return [], cls.last_recorded(scope.agent_id), {}
+        entities: dict[str, Entity] = {}
+        slots: dict[str, list[SlotState]] = {}
+        for row in rows:
+            entities.setdefault(row.pk, row)
+            states = slots.setdefault(row.pk, [])
+            if getattr(row, "s_id") is None:  # noqa: B009  (a column the model lacks)
+                continue
+            states.append(
+                SlotState(
+                    *(
+                        cls._datetime(getattr(row, f"s_{name}"), connection)
+                        if name in cls.STATE_MOMENTS
+                        else getattr(row, f"s_{name}")
+                        for name in cls.STATE_COLUMNS
+                    )
+                )
+            )
+        last = rows[0].agent_last_recorded  # type: ignore[attr-defined]  # an extra column
+        return list(entities.values()), cls._datetime(last, connection), slots
 
     @classmethod
     def insert_laid_out(
@@ -739,11 +806,9 @@ class WriteSQL:
         """The states of ``statuses`` of a slot in one exact scope, in timeline order
         (``ItemQuerySet.in_timeline_order``), their rows locked until the transaction ends."""
         connection = cls._connection()
-        conditions = ['"subject_id" = %s', '"attribute" = %s']
-        params: list[Any] = [slot.subject_id, slot.attribute]
-        for name, value in scope.as_fields().items():
-            conditions.append(f'"{name}" IS NULL' if value is None else f'"{name}" = %s')
-            params += [] if value is None else [value]
+        in_scope, scope_params = cls._scope_conditions(scope, "")
+        conditions = ['"subject_id" = %s', '"attribute" = %s', *in_scope]
+        params: list[Any] = [slot.subject_id, slot.attribute, *scope_params]
         conditions.append(f'"status" IN ({", ".join(["%s"] * len(statuses))})')
         params += list(statuses)
         # SQLite: the IMMEDIATE transaction holds the database's write lock already.
