@@ -2,11 +2,15 @@
 
 The racing tests run Python threads, each with its own connection: on PostgreSQL they
 race for real (the sequence constraint refuses the loser, who makes its change again); on
-SQLite the IMMEDIATE transactions queue them, and the same counts must hold.
+SQLite the IMMEDIATE transactions queue them, and the same counts must hold. One test
+races writers in processes of their own (``tests/files/racers.py``), as the workers and
+web processes of a deployment on one SQLite file race.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import queue
 import re
 import threading
 from typing import Any
@@ -20,11 +24,15 @@ from cogitator_memory.files.access import FileAccess, SeenVersions
 from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
 from cogitator_memory.files.services import TRIES, MemoryFiles
 from cogitator_memory.items.scopes import MemoryScope
+from tests.files.racers import edit_counter
+from tests.tasks.workers import worker_database_url
 from tests.threads.test_concurrency import race
 
 ANA = MemoryScope("concierge", user_id="ana")
 WRITERS = 6
 EDITS = 50
+PROCESSES = 4
+PROCESS_EDITS = 40
 
 
 def assert_one_chain_of_versions(path: str) -> None:
@@ -80,6 +88,54 @@ def test_racing_editors_that_read_first_lose_no_update() -> None:
     assert final.content == f"count: {counts['successes']}\n"
     assert final.version == counts["successes"] + 1
     assert_one_chain_of_versions("/memories/count.md")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_racing_editors_in_processes_of_their_own_lose_no_update() -> None:
+    # given a counter, and writers that each set Django up in a process of its own on
+    # the test database (spawned: nothing of this process is inherited)
+    files = MemoryFiles()
+    path = "/memories/processes.md"
+    files.run(FileAccess(scope=ANA), {"command": "create", "path": path, "file_text": "count: 0\n"})
+    context = multiprocessing.get_context("spawn")
+    start = context.Barrier(PROCESSES)
+    results = context.Queue()
+    url = worker_database_url()
+    writers = [
+        context.Process(
+            target=edit_counter, args=(url, writer, path, PROCESS_EDITS, start, results)
+        )
+        for writer in range(PROCESSES)
+    ]
+    # when they read and edit it at the same time
+    for writer in writers:
+        writer.start()
+    reports: dict[int, Any] = {}
+    try:
+        for _ in writers:
+            number, report = results.get(timeout=120)
+            reports[number] = report
+    except queue.Empty:
+        pytest.fail(f"a writer process did not report: {sorted(reports)} did")
+    finally:
+        for writer in writers:
+            writer.join(timeout=30)
+            if writer.is_alive():
+                writer.kill()
+    # then every edit either stood or was refused as a conflict, and none was lost
+    errors = {number: report for number, report in reports.items() if isinstance(report, str)}
+    assert not errors
+    successes = sum(report["successes"] for report in reports.values())
+    conflicts = sum(report["conflicts"] for report in reports.values())
+    attempts = sum(report["attempts"] for report in reports.values())
+    assert attempts == PROCESSES * PROCESS_EDITS
+    assert successes + conflicts == attempts
+    final = files.read(FileAccess(scope=ANA), path)
+    assert final is not None
+    assert final.content == f"count: {successes}\n"
+    assert final.version == successes + 1
+    assert MemoryFileVersion.objects.filter(path=path).count() == successes + 1
+    assert_one_chain_of_versions(path)
 
 
 @pytest.mark.django_db(transaction=True)
