@@ -447,3 +447,14 @@ class ConcurrentFileChange(FileVersionConflict):
                 "View it again and try again."
             ),
         )
+
+
+class MemoryFileNotFound(NotFound):
+    """No file stands at this path for the scope asked about (or the caller's grants do
+    not reach that scope: the same answer)."""
+
+    code = "memory_file_not_found"
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"Memory file not found: {path!r}")
+        self.path = path

@@ -127,6 +127,18 @@ class ThreadMetadataFieldScheme(OpenApiSerializerFieldExtension):
         }
 
 
+class ToolInputFieldScheme(OpenApiSerializerFieldExtension):
+    target_class = "cogitator_memory.api.serializers.files.ToolInputField"
+
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: Any) -> Any:
+        # Only the command is the API's to check; the rest is answered as the tool answers.
+        return {
+            "allOf": [_component_ref(auto_schema, JSON_OBJECT)],
+            "required": ["command"],
+            "properties": {"command": TEXT},
+        }
+
+
 class EntryContentFieldScheme(OpenApiSerializerFieldExtension):
     target_class = "cogitator_memory.api.serializers.fields.EntryContentField"
 
@@ -194,6 +206,18 @@ class EntryCreateScheme(OpenApiSerializerExtension):
     def map_serializer(self, auto_schema: AutoSchema, direction: Any) -> Any:
         schema = auto_schema._map_basic_serializer(self.target, direction)
         return {**schema, "allOf": entry_type_rules()}
+
+
+class FilePutScheme(OpenApiSerializerExtension):
+    target_class = "cogitator_memory.api.serializers.files.FilePutSerializer"
+
+    def map_serializer(self, auto_schema: AutoSchema, direction: Any) -> Any:
+        schema = auto_schema._map_basic_serializer(self.target, direction)
+        text = schema["properties"]["text"]
+        # Any text without NUL, the empty one included (the pattern admits it): one schema,
+        # not drf-spectacular's choice of that or a second text of no pattern.
+        schema["properties"]["text"] = {**TEXT, "description": text.get("description", "")}
+        return schema
 
 
 # --- the hook ----------------------------------------------------------------------------

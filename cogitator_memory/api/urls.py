@@ -11,6 +11,12 @@ from cogitator_memory.api.views.branches import (
 )
 from cogitator_memory.api.views.entries import EntryDetailView, EntryRedactView, ThreadEntriesView
 from cogitator_memory.api.views.extraction import ExtractionRunView, ThreadExtractView
+from cogitator_memory.api.views.files import (
+    FileCommandView,
+    FileContentView,
+    FileHistoryView,
+    FileListView,
+)
 from cogitator_memory.api.views.items import (
     ItemActivateView,
     ItemDetailView,
@@ -43,4 +49,8 @@ urlpatterns = [
     path("items/<str:item_id>/reject/", ItemRejectView.as_view(), name="item-reject"),
     path("items/<str:item_id>/let-go/", ItemLetGoView.as_view(), name="item-let-go"),
     path("search/", SearchView.as_view(), name="search"),
+    path("files/", FileListView.as_view(), name="file-list"),
+    path("files/content/", FileContentView.as_view(), name="file-content"),
+    path("files/history/", FileHistoryView.as_view(), name="file-history"),
+    path("files/command/", FileCommandView.as_view(), name="file-command"),
 ]

@@ -17,6 +17,7 @@ from rest_framework.test import APIClient
 from rest_framework_api_key.models import APIKey
 
 from cogitator_memory.access.models import Grant
+from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
 from cogitator_memory.items.models import Evidence, ExtractionRun, MemoryItem
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Entry, Thread
@@ -243,12 +244,14 @@ def row_counts() -> tuple[int, int]:
 
 
 def snapshot_rows() -> dict[str, list[dict[str, Any]]]:
-    """Every thread, entry, item, evidence and extraction run row, every column, in a
-    stable order."""
+    """Every thread, entry, item, evidence, extraction run and memory file row, every
+    column, in a stable order."""
     return {
         "threads": list(Thread.objects.order_by("pk").values()),
         "entries": list(Entry.objects.order_by("pk").values()),
         "items": list(MemoryItem.objects.order_by("pk").values()),
         "evidence": list(Evidence.objects.order_by("pk").values()),
         "runs": list(ExtractionRun.objects.order_by("pk").values()),
+        "file_versions": list(MemoryFileVersion.objects.order_by("pk").values()),
+        "file_heads": list(MemoryFileHead.objects.order_by("pk").values()),
     }

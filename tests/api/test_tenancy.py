@@ -19,6 +19,7 @@ a pattern or method without a row, so a new endpoint cannot be left out.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -31,6 +32,8 @@ from rest_framework.test import APIClient
 from rest_framework_api_key.models import APIKey
 
 from cogitator_memory.api import urls as api_urls
+from cogitator_memory.files.access import FileAccess
+from cogitator_memory.files.services import MemoryFiles
 from cogitator_memory.items.models import ExtractionRun, MemoryItem, RunStatus
 from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem
@@ -58,6 +61,7 @@ ID_PLACEHOLDERS = (
     "victim_branch_entry",
     "victim_item",
     "victim_run",
+    "victim_file",
 )
 MISSING = {
     "victim_thread": "no-such-thread",
@@ -69,7 +73,11 @@ MISSING = {
     "victim_agent": "agent-nobody",
     "victim_user": "nobody",
     "victim_topic": "no-topic",
+    "victim_file": "/memories/no-such-file.md",
 }
+OWN_FILE = "/memories/own.md"
+VICTIM_FILE = "/memories/victim-secret.md"
+VICTIM_FILE_TEXT = f"The parcel code is 4711.{VICTIM_TAG}"
 
 
 # --- the two sides ---------------------------------------------------------------------
@@ -106,6 +114,9 @@ class World:
             "victim_item": self.victim_item.pk,
             "victim_subject": self.victim_item.subject_id,
             "victim_run": self.victim_run.pk,
+            "own_user": str(self.own.thread.user_id),
+            "victim_file": VICTIM_FILE,
+            "victim_file_sha256": hashlib.sha256(VICTIM_FILE_TEXT.encode()).hexdigest(),
         }
 
     def missing_names(self) -> dict[str, str]:
@@ -122,6 +133,7 @@ class World:
             self.victim_item.pk,
             self.victim_item.subject_id,
             self.victim_run.pk,
+            VICTIM_FILE,
         ]
 
 
@@ -192,6 +204,13 @@ def remember(conversation: Conversation, tag: str = "") -> tuple[MemoryItem, Ext
     return item, run
 
 
+def keep_file(conversation: Conversation, path: str, text: str) -> None:
+    """A memory file of the conversation's scope (its agent and user)."""
+    thread = conversation.thread
+    access = FileAccess(scope=MemoryScope(thread.agent_id, user_id=thread.user_id))
+    MemoryFiles().put(access, path, text)
+
+
 SCENARIOS = ["user-acts-on-api-key", "api-key-acts-on-user", "same-agent-other-user"]
 
 
@@ -234,6 +253,8 @@ def world(
     index_for_search(theirs)
     own_item, own_run = remember(own)
     victim_item, victim_run = remember(theirs, VICTIM_TAG)
+    keep_file(own, OWN_FILE, "Mine.")
+    keep_file(theirs, VICTIM_FILE, VICTIM_FILE_TEXT)
     return World(
         actor,
         victim,
@@ -323,6 +344,176 @@ def search(
 
 def options(path: str) -> list[Attempt]:
     return [Attempt("options on the victim's object", path, 200)]
+
+
+# Memory files. A scope the grants do not reach reads as one without files; a change there
+# is refused (403) before anything is looked up, as a thread put under another's grant.
+VICTIM_SCOPE = "agent_id={victim_agent}&user_id={victim_user}"
+OWN_SCOPE = "agent_id={own_agent}&user_id={own_user}"
+VICTIM_SCOPE_BODY = {"agent_id": "{victim_agent}", "user_id": "{victim_user}"}
+OWN_SCOPE_BODY = {"agent_id": "{own_agent}", "user_id": "{own_user}"}
+VIEW_VICTIM_FILE = {"command": "view", "path": "{victim_file}"}
+
+
+def file_reads(route: str, label: str) -> list[Attempt]:
+    """The refusals of a read of one file (its content or its history)."""
+    code = "memory_file_not_found"
+    return [
+        refused(
+            f"{label} in the victim's scope", f"{route}?{VICTIM_SCOPE}&path={{victim_file}}", code
+        ),
+        refused(
+            f"{label} in the victim's agent, no user",
+            f"{route}?agent_id={{victim_agent}}&path={{victim_file}}",
+            code,
+        ),
+        refused(
+            f"{label} at the victim's path in the actor's scope",
+            f"{route}?{OWN_SCOPE}&path={{victim_file}}",
+            code,
+        ),
+        refused(
+            f"{label} in the actor's scope on the victim's branch",
+            f"{route}?{OWN_SCOPE}&path={{victim_file}}&place={{victim_entry}}",
+            "entry_not_found",
+        ),
+    ]
+
+
+def forbidden_write(label: str, path: str, body: dict[str, Any]) -> Attempt:
+    # The refusal names the agent or user asked for; a missing one would be named instead.
+    return Attempt(label, path, 403, "permission_denied", body=body, compare_with_missing=False)
+
+
+FILE_ROWS: dict[tuple[str, str], list[Attempt]] = {
+    ("files/", "GET"): [
+        listing("the actor's own scope", f"files/?{OWN_SCOPE}", lists_own=True),
+        listing("the victim's scope", f"files/?{VICTIM_SCOPE}", lists_nothing=True),
+        listing(
+            "the victim's agent, no user", "files/?agent_id={victim_agent}", lists_nothing=True
+        ),
+        listing(
+            "the victim's scope in the victim's thread",
+            f"files/?{VICTIM_SCOPE}&thread_id={{victim_thread}}",
+            lists_nothing=True,
+        ),
+        refused(
+            "the actor's scope on the victim's branch",
+            f"files/?{OWN_SCOPE}&place={{victim_entry}}",
+            "entry_not_found",
+        ),
+        refused(
+            "the actor's scope in the victim's thread on its branch",
+            f"files/?{OWN_SCOPE}&thread_id={{victim_thread}}&place={{victim_entry}}",
+            "entry_not_found",
+        ),
+    ],
+    ("files/", "HEAD"): [Attempt("head of the victim's files", f"files/?{VICTIM_SCOPE}", 200)],
+    ("files/", "OPTIONS"): [Attempt("options of the file list", "files/", 200)],
+    ("files/content/", "GET"): file_reads("files/content/", "read the victim's file"),
+    ("files/content/", "HEAD"): [
+        Attempt(
+            "head of the victim's file",
+            f"files/content/?{VICTIM_SCOPE}&path={{victim_file}}",
+            404,
+        ),
+    ],
+    ("files/content/", "OPTIONS"): options("files/content/"),
+    ("files/content/", "PUT"): [
+        forbidden_write(
+            "write over the victim's file",
+            "files/content/",
+            {**VICTIM_SCOPE_BODY, "path": "{victim_file}", "text": "Mine now."},
+        ),
+        forbidden_write(
+            "write the victim's file on its sha256",
+            "files/content/",
+            {
+                **VICTIM_SCOPE_BODY,
+                "path": "{victim_file}",
+                "text": "Mine now.",
+                "expected_sha256": "{victim_file_sha256}",
+            },
+        ),
+        Attempt(
+            "write at the victim's path in the actor's scope, on the victim's sha256",
+            "files/content/",
+            409,
+            "memory_file_conflict",
+            body={
+                **OWN_SCOPE_BODY,
+                "path": "{victim_file}",
+                "text": "Mine now.",
+                "expected_sha256": "{victim_file_sha256}",
+            },
+        ),
+        refused(
+            "write in the actor's scope after the victim's entry",
+            "files/content/",
+            "entry_not_found",
+            body={
+                **OWN_SCOPE_BODY,
+                "path": "/memories/x.md",
+                "text": "x",
+                "place": "{victim_entry}",
+            },
+        ),
+    ],
+    ("files/history/", "GET"): file_reads("files/history/", "read the victim's file's history"),
+    ("files/history/", "HEAD"): [
+        Attempt(
+            "head of the victim's file's history",
+            f"files/history/?{VICTIM_SCOPE}&path={{victim_file}}",
+            404,
+        ),
+    ],
+    ("files/history/", "OPTIONS"): options("files/history/"),
+    ("files/command/", "POST"): [
+        forbidden_write(
+            "view the victim's file in the victim's scope",
+            "files/command/",
+            {**VICTIM_SCOPE_BODY, "input": VIEW_VICTIM_FILE},
+        ),
+        forbidden_write(
+            "view the victim's directory from the victim's agent, no user",
+            "files/command/",
+            {"agent_id": "{victim_agent}", "input": {"command": "view", "path": "/memories"}},
+        ),
+        forbidden_write(
+            "change the victim's file in the victim's scope",
+            "files/command/",
+            {
+                **VICTIM_SCOPE_BODY,
+                "input": {
+                    "command": "str_replace",
+                    "path": "{victim_file}",
+                    "old_str": "4711",
+                    "new_str": "0000",
+                },
+            },
+        ),
+        # In the actor's own scope the victim's path is a path like any other: missing.
+        Attempt(
+            "view the victim's path in the actor's scope",
+            "files/command/",
+            200,
+            body={**OWN_SCOPE_BODY, "input": VIEW_VICTIM_FILE},
+        ),
+        Attempt(
+            "delete the victim's path in the actor's scope",
+            "files/command/",
+            200,
+            body={**OWN_SCOPE_BODY, "input": {"command": "delete", "path": "{victim_file}"}},
+        ),
+        refused(
+            "view in the actor's scope on the victim's branch",
+            "files/command/",
+            "entry_not_found",
+            body={**OWN_SCOPE_BODY, "place": "{victim_entry}", "input": VIEW_VICTIM_FILE},
+        ),
+    ],
+    ("files/command/", "OPTIONS"): options("files/command/"),
+}
 
 
 MATRIX: dict[tuple[str, str], list[Attempt]] = {
@@ -670,6 +861,7 @@ MATRIX: dict[tuple[str, str], list[Attempt]] = {
     ],
     ("search/", "HEAD"): [Attempt("head of a search", "search/?q=parcel", 200)],
     ("search/", "OPTIONS"): [Attempt("options of the search", "search/", 200)],
+    **FILE_ROWS,
 }
 
 
@@ -737,6 +929,10 @@ def test_the_walk_finds_the_endpoints_of_the_api():
         "items/<str:item_id>/reject/",
         "items/<str:item_id>/let-go/",
         "search/",
+        "files/",
+        "files/content/",
+        "files/history/",
+        "files/command/",
     }
     # when
     declared = declared_endpoints()
@@ -812,8 +1008,11 @@ def test_no_read_or_write_crosses_to_the_other_principal(
     assert not leaked, (leaked, answer[:500])
     # then: a list holds the actor's own thread (an empty answer would prove nothing)
     if attempt.lists_own:
-        own = world.own_item.pk if route == "items/" else world.own.thread_id
-        assert own in [row["id"] for row in sent.data["results"]]
+        if route == "files/":
+            assert OWN_FILE in [row["path"] for row in sent.data["results"]]
+        else:
+            own = world.own_item.pk if route == "items/" else world.own.thread_id
+            assert own in [row["id"] for row in sent.data["results"]]
     if attempt.lists_nothing:
         assert sent.data["results"] == []
     if attempt.finds_own:
