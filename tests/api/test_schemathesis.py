@@ -58,6 +58,8 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from cogitator_memory.access.models import Grant
+from cogitator_memory.files.access import FileAccess
+from cogitator_memory.files.services import MemoryFiles
 from cogitator_memory.items.models import Evidence, ExtractionRun, MemoryItem, RunStatus
 from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem
@@ -159,8 +161,25 @@ AWKWARD_BODIES: list[tuple[str, str, dict[str, Any]]] = [
     ),
     (ADD_ENTRY, "NUL in an event", {"type": "label", "event": {"label": NUL_TEXT}}),
 ]
+AWKWARD_BODIES += [
+    (
+        "POST /api/memory/files/command/",
+        "NUL in the tool input",
+        {"agent_id": GRANTED_AGENT, "input": {"command": "view", "path": NUL_TEXT}},
+    ),
+    (
+        "PUT /api/memory/files/content/",
+        "NUL in the text",
+        {"agent_id": GRANTED_AGENT, "path": "/memories/x.md", "text": NUL_TEXT},
+    ),
+]
 AWKWARD_QUERIES: list[tuple[str, str, dict[str, Any]]] = [
     (LIST_THREADS, "NUL in a metadata filter value", {"metadata": '{"userId": "a\\u0000b"}'}),
+    (
+        "GET /api/memory/files/content/",
+        "NUL in a path",
+        {"agent_id": GRANTED_AGENT, "path": "/memories/a\x00b"},
+    ),
 ]
 
 CHECKS = [
@@ -241,6 +260,14 @@ def write_fixed_memory() -> None:
         MemoryItem.objects.filter(pk=written.item.pk).update(id=ITEM_ID)
         Evidence.objects.filter(item_id=written.item.pk).update(item_id=ITEM_ID)
     ExtractionRun.objects.create(id=RUN_ID, thread=main, status=RunStatus.DONE)
+    # Memory files: ana's, one every user of agent-1 shares, and one of agent-2.
+    files = MemoryFiles()
+    for scope, path, text in (
+        (MemoryScope(GRANTED_AGENT, user_id="ana"), "/memories/user.md", "Allergic to peanuts."),
+        (MemoryScope(GRANTED_AGENT), "/memories/agent.md", "Be brief."),
+        (MemoryScope(OTHER_AGENT), "/memories/user.md", "Hidden."),
+    ):
+        files.put(FileAccess(scope=scope), path, text)
 
 
 # --- schemathesis, every phase, every check --------------------------------------------
