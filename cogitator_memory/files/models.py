@@ -24,7 +24,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from cogitator_memory.files.querysets import FileHeadQuerySet, FileVersionQuerySet
-from cogitator_memory.items.models import ScopeFields
+from cogitator_memory.items.models import SCOPE_ID_MAX_LENGTH, ScopeFields
 
 MAX_PATH_LENGTH = 2048
 SHA256_LENGTH = 64
@@ -100,7 +100,7 @@ class MemoryFileVersion(ScopeFields):
         help_text=_("The entry it was written after: only branches holding it see it."),
     )
     place_thread_id = models.CharField(  # noqa: DJ001
-        _("place thread"), max_length=64, null=True, blank=True, editable=False
+        _("place thread"), max_length=SCOPE_ID_MAX_LENGTH, null=True, blank=True, editable=False
     )
     renamed_from = models.CharField(  # noqa: DJ001
         _("renamed from"), max_length=MAX_PATH_LENGTH, null=True, blank=True
@@ -172,15 +172,16 @@ class MemoryFileHead(ScopeFields):
     deleted = models.BooleanField(_("deleted"), default=False)
     size = models.PositiveIntegerField(_("size"), default=0, help_text=_("Bytes, as UTF-8."))
     place_thread_id = models.CharField(  # noqa: DJ001
-        _("place thread"), max_length=64, null=True, blank=True, editable=False
+        _("place thread"), max_length=SCOPE_ID_MAX_LENGTH, null=True, blank=True, editable=False
     )
     updated_at = models.DateTimeField(_("updated at"), default=timezone.now)
 
     objects = FileHeadQuerySet.as_manager()
 
     class Meta:
-        verbose_name = _("memory file head")
-        verbose_name_plural = _("memory file heads")
+        # The admin's file browser lists heads: to a person they are the files.
+        verbose_name = _("memory file")
+        verbose_name_plural = _("memory files")
         constraints = [
             models.UniqueConstraint(fields=["scope_key", "path"], name="cm_file_head_path"),
         ]

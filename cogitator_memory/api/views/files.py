@@ -39,12 +39,11 @@ from cogitator_memory.api.serializers.files import (
 from cogitator_memory.api.views.base import COMMON_ERRORS, ERROR_400, MemoryAPIView
 from cogitator_memory.exceptions import (
     EntryNotInThread,
-    MemoryFileError,
     MemoryFileNotFound,
     NoGrant,
 )
 from cogitator_memory.files.access import FileAccess, Place
-from cogitator_memory.files.models import Author, MemoryFileVersion
+from cogitator_memory.files.models import Author
 from cogitator_memory.files.services import UNSET, MemoryFiles
 from cogitator_memory.items.scopes import MemoryScope
 
@@ -67,17 +66,8 @@ ERROR_409_PUT = OpenApiResponse(
     ErrorSerializer,
     description="The file stands otherwise than expected_sha256 says, or other writers "
     "kept changing it (memory_file_conflict); the memory refuses the write: a directory "
-    "there, a file above it, a file over 1 MiB, a place in a thread whose id is longer than "
-    "a version can keep (memory_file_refused).",
+    "there, a file above it, a file over 1 MiB (memory_file_refused).",
 )
-
-ERROR_409_PLACE = OpenApiResponse(
-    ErrorSerializer,
-    description="A place in a thread whose id is longer than a version can keep "
-    "(memory_file_refused).",
-)
-# A version keeps its place's thread id in a column of this length.
-PLACE_THREAD_MAX_LENGTH = MemoryFileVersion._meta.get_field("place_thread_id").max_length or 64
 
 
 class FileAPIView(MemoryAPIView):
@@ -122,11 +112,6 @@ class FileAPIView(MemoryAPIView):
             thread_id = scope.thread_id
             if thread_id is not None and entry.thread_id != thread_id:
                 raise EntryNotInThread(data["place"], thread_id, field="place")
-            if len(entry.thread_id) > PLACE_THREAD_MAX_LENGTH:
-                raise MemoryFileError(
-                    f"A place is kept with its thread's id, of at most {PLACE_THREAD_MAX_LENGTH} "
-                    f"characters; the thread of entry {entry.pk!r} has a longer one.",
-                )
             place = Place(thread_id=entry.thread_id, leaf_id=entry.pk)
         return FileAccess(scope=scope, place=place, grants=self.scope, author=author)
 
@@ -150,7 +135,6 @@ _SCOPE_DESCRIPTION = (
             200: MemoryFileListSerializer,
             400: ERROR_400,
             404: ERROR_404_PLACE,
-            409: ERROR_409_PLACE,
             **COMMON_ERRORS,
         },
     ),
@@ -178,7 +162,6 @@ class FileListView(FileAPIView):
             200: MemoryFileContentSerializer,
             400: ERROR_400,
             404: ERROR_404_FILE,
-            409: ERROR_409_PLACE,
             **COMMON_ERRORS,
         },
     ),
@@ -247,7 +230,6 @@ class FileContentView(FileAPIView):
             200: FileHistorySerializer,
             400: ERROR_400,
             404: ERROR_404_FILE,
-            409: ERROR_409_PLACE,
             **COMMON_ERRORS,
         },
     ),
@@ -290,7 +272,6 @@ class FileHistoryView(FileAPIView):
             200: ToolAnswerSerializer,
             400: ERROR_400,
             404: ERROR_404_PLACE,
-            409: ERROR_409_PLACE,
             **COMMON_ERRORS,
             403: ERROR_403_SCOPE,
         },
