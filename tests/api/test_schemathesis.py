@@ -23,9 +23,10 @@ valid and the API refuses (or the other way round).
 
 Time: each run (about 2,000 generated cases; most of the key's are refused quickly)
 takes about 30 s on SQLite and 25 s on PostgreSQL on the 2-core machine (longer while
-it is busy); with the rest of this module, about a minute. That holds while the live server sends without
-Nagle's delay (``tests/conftest.py``) and keeps its database connections as the project
-does (``connections_kept_as_deployed``): without them, each run took 90 to 110 s.
+it is busy); with the rest of this module, about a minute. That holds while the live
+server sends without Nagle's delay (``tests/conftest.py``) and keeps its database
+connections as the project does (``connections_kept_as_deployed``): without them, each
+run took 90 to 120 s.
 """
 
 from __future__ import annotations
