@@ -458,3 +458,25 @@ class MemoryFileNotFound(NotFound):
     def __init__(self, path: str) -> None:
         super().__init__(f"Memory file not found: {path!r}")
         self.path = path
+
+
+class SessionNotFound(NotFound):
+    """No channel session has this id (or the caller may not see it)."""
+
+    code = "session_not_found"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"Session not found: {session_id!r}")
+        self.session_id = session_id
+
+
+class CompactionUnavailable(Conflict):
+    """``SessionManager.compact`` was asked to compact, but this installation has no
+    compaction service (``cogitator_memory.compaction``)."""
+
+    code = "compaction_unavailable"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Compaction is not available: cogitator_memory.compaction is not installed."
+        )

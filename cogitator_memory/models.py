@@ -11,9 +11,11 @@ from cogitator_memory.items.models import (
     MemoryItem,
 )
 from cogitator_memory.outbox.models import OutboxMessage
+from cogitator_memory.sessions.models import ChannelSession, SessionStatus
 from cogitator_memory.threads.models import Entry, EntryType, Role, Thread
 
 __all__ = [
+    "ChannelSession",
     "Embedding",
     "Entity",
     "Entry",
@@ -27,5 +29,6 @@ __all__ = [
     "MemoryItem",
     "OutboxMessage",
     "Role",
+    "SessionStatus",
     "Thread",
 ]
