@@ -480,3 +480,28 @@ class CompactionUnavailable(Conflict):
         super().__init__(
             "Compaction is not available: cogitator_memory.compaction is not installed."
         )
+
+
+class CompactionDropsOpenItems(Conflict):
+    """A hierarchical compaction would leave out items the one before still held open
+    (tasks, constraints, decisions, errors, questions): it is not written."""
+
+    code = "compaction_drops_open_items"
+
+    def __init__(self, dropped: list[str]) -> None:
+        shown = "; ".join(dropped[:5]) + (" …" if len(dropped) > 5 else "")
+        super().__init__(
+            f"The compaction would drop {len(dropped)} open item(s) of the one before: {shown}"
+        )
+        self.dropped = dropped
+
+
+class CompactionAnswerError(ServiceFailed):
+    """The compaction model answered a chapter without a JSON array, try after try."""
+
+    code = "compaction_answer_error"
+    public_message = "The model's answers could not be read; try again later."
+
+    def __init__(self, tries: int) -> None:
+        super().__init__(f"The model answered a chapter without a JSON array {tries} times.")
+        self.tries = tries
