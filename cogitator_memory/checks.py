@@ -88,6 +88,20 @@ SECTION_VALIDATORS: dict[str, dict[str, Validator]] = {
         "TIME_ZONE": time_zone_name(),
         "DEBOUNCE_SECONDS": whole_number(0, 86_400),
     },
+    "COMPACTION": {
+        "ENABLED": boolean(),
+        "STRATEGY": one_of(["summary", "hierarchical"]),
+        "THRESHOLD": whole_number(1, optional=True),
+        "MESSAGE_THRESHOLD": whole_number(1, optional=True),
+        "KEEP_RECENT": whole_number(0),
+        "KEEP_RECENT_TOKENS": whole_number(1, optional=True),
+        "SUMMARY_MODEL": non_empty_text(optional=True),
+        "SUMMARY_PROMPT": non_empty_text(optional=True),
+        "CHAPTER_TOKENS": whole_number(100),
+        "CHAPTER_CONCURRENCY": whole_number(1),
+        "CHAPTERS_PER_ARC": whole_number(2),
+        "ARCS_PER_SAGA": whole_number(2),
+    },
     "EMBEDDINGS": {
         "PROVIDER": name_or_path(PROVIDERS, "Providers", optional=True),
         "MODEL": text(optional=True),
@@ -193,6 +207,17 @@ def _check_combinations(value: dict[str, Any]) -> list[CheckMessage]:
                 f"{SETTINGS_NAME}['LLM'] has a SCRIPT, which only PROVIDER 'scripted' reads, "
                 f"with PROVIDER {llm['PROVIDER']!r}.",
                 hint="Set PROVIDER to 'scripted' to replay the script, or remove SCRIPT.",
+                id="cogitator_memory.E005",
+            )
+        )
+    given = value.get("COMPACTION")
+    compaction = {**DEFAULTS["COMPACTION"], **(given if isinstance(given, dict) else {})}
+    if compaction["THRESHOLD"] is None and compaction["MESSAGE_THRESHOLD"] is None:
+        errors.append(
+            Error(
+                f"{SETTINGS_NAME}['COMPACTION'] needs THRESHOLD, MESSAGE_THRESHOLD or both; "
+                "both are None.",
+                hint="THRESHOLD counts tokens of conversation, MESSAGE_THRESHOLD entries.",
                 id="cogitator_memory.E005",
             )
         )

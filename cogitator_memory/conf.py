@@ -85,6 +85,31 @@ DEFAULTS: dict[str, Any] = {
         # read in one run.
         "DEBOUNCE_SECONDS": 30,
     },
+    # Compaction of long threads (compaction/), by the model of LLM, in Celery.
+    "COMPACTION": {
+        # Compact a thread in the background once it crosses a threshold. Off by default.
+        "ENABLED": False,
+        # "summary" (one summary) or "hierarchical" (chapters, arcs and a saga of atoms).
+        "STRATEGY": "summary",
+        # Tokens of conversation (as read through the last compaction) that trigger one;
+        # None for no token threshold. At least one of the two thresholds is needed.
+        "THRESHOLD": 8000,
+        # Conversation entries that trigger one; None for no entry threshold.
+        "MESSAGE_THRESHOLD": None,
+        # The newest conversation entries kept verbatim.
+        "KEEP_RECENT": 10,
+        # Instead, the newest whole turns within this many tokens; None uses KEEP_RECENT.
+        "KEEP_RECENT_TOKENS": None,
+        # The model and the prompt of the summary; None for the LLM's model and the default.
+        "SUMMARY_MODEL": None,
+        "SUMMARY_PROMPT": None,
+        # The hierarchical strategy: tokens per chapter, chapters read at once, chapters
+        # folded into an arc, arcs folded into the saga.
+        "CHAPTER_TOKENS": 4000,
+        "CHAPTER_CONCURRENCY": 1,
+        "CHAPTERS_PER_ARC": 4,
+        "ARCS_PER_SAGA": 4,
+    },
     # The embedding service and the vector store of recall and search. PROVIDER None
     # means recall searches without vectors, as the specification allows.
     "EMBEDDINGS": {

@@ -482,6 +482,50 @@ class CompactionUnavailable(Conflict):
         )
 
 
+# --- compaction ----------------------------------------------------------------------------
+
+
+class InvalidCompactionConfig(InvalidInput):
+    """A compaction config that cannot work: no threshold, an unknown strategy, a number out
+    of its range."""
+
+    code = "invalid_compaction_config"
+
+
+class CompactionStale(Conflict):
+    """A compaction was not written: what it covers changed while the summary was made (an
+    entry deleted or redacted, the branch moved away, another compaction written first)."""
+
+    code = "compaction_stale"
+
+    def __init__(self, thread_id: str, reason: str) -> None:
+        super().__init__(f"Compaction of thread {thread_id!r} not written: {reason}")
+        self.thread_id = thread_id
+        self.reason = reason
+
+
+class CompactionStrategyUnavailable(Conflict):
+    """The hierarchical strategy was asked for and its module is not installed."""
+
+    code = "compaction_strategy_unavailable"
+
+    def __init__(self, strategy: str) -> None:
+        super().__init__(
+            f"The {strategy!r} compaction strategy is not available in this installation."
+        )
+        self.strategy = strategy
+
+
+class CompactionRunNotFound(NotFound):
+    """No compaction run has this id (or the caller may not see its thread)."""
+
+    code = "compaction_run_not_found"
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"Compaction run not found: {run_id!r}")
+        self.run_id = run_id
+
+
 class CompactionDropsOpenItems(Conflict):
     """A hierarchical compaction would leave out items the one before still held open
     (tasks, constraints, decisions, errors, questions): it is not written."""
