@@ -1,6 +1,7 @@
 """Every model of the app, re-exported so Django finds them and callers import one place."""
 
 from cogitator_memory.access.models import Grant
+from cogitator_memory.compaction.models import CompactionRun
 from cogitator_memory.embeddings.models import Embedding
 from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
 from cogitator_memory.items.models import (
@@ -16,6 +17,7 @@ from cogitator_memory.threads.models import Entry, EntryType, Role, Thread
 
 __all__ = [
     "ChannelSession",
+    "CompactionRun",
     "Embedding",
     "Entity",
     "Entry",

@@ -130,10 +130,12 @@ class CompactionService:
         *,
         scope: Scope | None = None,
         force: bool = False,
+        after_write: Callable[[Entry], None] | None = None,
     ) -> Entry | None:
         """Compact the thread's active branch when it crosses a threshold of ``config``
         (``force``: whatever its size); returns the compaction entry written, or None when
-        there was nothing to do.
+        there was nothing to do. ``after_write`` is called with the entry in the
+        transaction that writes it (a job of record marked done with it).
 
         Raises ``ThreadNotFound`` (also for a thread ``scope`` may not see),
         ``LLMUnavailable`` without a model, ``LLMError`` when the model fails,
@@ -147,7 +149,7 @@ class CompactionService:
             event = self._hierarchical_event(thread_id, plan, config)
         else:
             event = self._summary_event(plan, config)
-        return write_compaction(thread_id, plan, event, scope=scope)
+        return write_compaction(thread_id, plan, event, scope=scope, after_write=after_write)
 
     def _summary_event(self, plan: CompactionPlan, config: CompactionConfig) -> dict[str, Any]:
         messages: list[Message] = []
@@ -188,6 +190,7 @@ def write_compaction(
     event: dict[str, Any],
     *,
     scope: Scope | None = None,
+    after_write: Callable[[Entry], None] | None = None,
 ) -> Entry:
     """Append the compaction entry in one locked transaction, after checking that what it
     covers still stands as it was read; ``CompactionStale`` (nothing written) otherwise."""
@@ -225,6 +228,9 @@ def write_compaction(
             "first_kept_entry_id": first_kept,
             "covered_to_entry_id": covered_to,
         }
-        return thread_services.add_entry(
+        entry = thread_services.add_entry(
             thread.pk, type=COMPACTION, role=Role.SYSTEM, event=full_event, scope=scope
         )
+        if after_write is not None:
+            after_write(entry)
+        return entry

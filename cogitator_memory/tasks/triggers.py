@@ -1,7 +1,9 @@
 """What enqueues the app's tasks: receivers of the change signals.
 
 A new message or tool result is embedded into the message index by
-``embed_entries_task`` (when an embedding provider is configured). Removing the vectors of
+``embed_entries_task`` (when an embedding provider is configured); a thread that crosses
+its compaction threshold gets a compaction run (``schedule_compaction``, when
+``COMPACTION["ENABLED"]``). Removing the vectors of
 entries that go is not done here: the thread services do it in the transaction of the
 change (``lineage.forget_entries``). A task that cannot be enqueued (the broker is down,
 or, when tasks run eagerly, the provider failed) is logged and not raised: the write it
@@ -18,6 +20,7 @@ from django.dispatch import receiver
 from cogitator_memory import signals
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.embeddings.message_index import is_indexable, message_index_enabled
+from cogitator_memory.tasks.compaction import schedule_compaction
 from cogitator_memory.tasks.embeddings import embed_entries_task
 from cogitator_memory.tasks.extraction import schedule_extraction
 from cogitator_memory.threads.models import CONVERSATION_TYPES, Entry
@@ -35,6 +38,19 @@ def extract_after_new_entries(sender: Any, *, entry: Entry, **kwargs: Any) -> No
         logger.exception(
             "Could not schedule the extraction of thread %s; manage.py extract_items "
             "reads what was missed.",
+            entry.thread_id,
+        )
+
+
+@receiver(signals.entry_added, dispatch_uid="cogitator_memory.compaction.entry_added")
+def compact_after_new_entries(sender: Any, *, entry: Entry, **kwargs: Any) -> None:
+    if not memory_settings.COMPACTION["ENABLED"] or entry.type not in CONVERSATION_TYPES:
+        return
+    try:
+        schedule_compaction(entry.thread_id)
+    except Exception:
+        logger.exception(
+            "Could not schedule the compaction of thread %s; the next entry tries again.",
             entry.thread_id,
         )
 
