@@ -3,7 +3,8 @@
 Entries are a record of what was said: the admin shows them and never edits them by
 hand, since a hand edit would bypass the tree rules (seq, parents, the active leaf) and
 the signals that keep derived memory in step. A thread's page shows its entry tree, with
-checkout and rewind buttons that call the thread services.
+checkout and rewind buttons that call the thread services, and its compactions, each the
+handoff with its levels to expand (``admin/compaction.py``).
 
 Both pages start from ``visible_to(scope)``: a staff user sees the threads of the agents
 granted to them, as the REST API does; a superuser sees all. Both lists stay fast on
@@ -30,6 +31,7 @@ from django.views.decorators.http import require_POST
 
 from cogitator_memory import policy
 from cogitator_memory.access.selectors import scope_for_user
+from cogitator_memory.admin.compaction import compaction_handoffs
 from cogitator_memory.admin.entry_tree import build_entry_tree, content_preview
 from cogitator_memory.admin.filters import VisibleAgentFilter
 from cogitator_memory.admin.scale import LargeTableAdmin
@@ -185,6 +187,7 @@ class ThreadAdmin(LargeTableAdmin):
                 can_move_leaf=self.has_change_permission(request, obj),
                 checkout_url=self._url("checkout", object_id),
                 rewind_url=self._url("rewind", object_id),
+                compactions=compaction_handoffs(obj),
             )
         return super().render_change_form(request, context, add, change, form_url, obj)
 
