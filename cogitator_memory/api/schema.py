@@ -29,6 +29,7 @@ from drf_spectacular.plumbing import ResolvedComponent, append_meta
 
 from cogitator_memory.api.serializers.fields import TEXT_PATTERN, schema_pattern
 from cogitator_memory.api.serializers.items import ITEM_ID_MAX_LENGTH
+from cogitator_memory.api.serializers.sessions import SESSION_ID_MAX_LENGTH
 from cogitator_memory.api.serializers.threads import ENTRY_ID_MAX_LENGTH, THREAD_ID
 from cogitator_memory.scope import USER_ID_KEY, USER_ID_MAX_LENGTH
 from cogitator_memory.threads.models import EVENT_TYPES, EntryType
@@ -228,6 +229,7 @@ PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "entry_id": {"minLength": 1, "maxLength": ENTRY_ID_MAX_LENGTH, **TEXT},
     "item_id": {"minLength": 1, "maxLength": ITEM_ID_MAX_LENGTH, **TEXT},
     "run_id": {"minLength": 1, "maxLength": ITEM_ID_MAX_LENGTH, **TEXT},
+    "session_id": {"minLength": 1, "maxLength": SESSION_ID_MAX_LENGTH, **TEXT},
 }
 # Operations whose body must be given: without one it is {}, which they refuse (drf-spectacular
 # requires a body only of a serializer with required fields).

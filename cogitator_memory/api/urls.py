@@ -9,6 +9,11 @@ from cogitator_memory.api.views.branches import (
     ThreadPathView,
     ThreadRewindView,
 )
+from cogitator_memory.api.views.compaction import (
+    CompactionRunView,
+    ThreadCompactedHistoryView,
+    ThreadCompactView,
+)
 from cogitator_memory.api.views.entries import EntryDetailView, EntryRedactView, ThreadEntriesView
 from cogitator_memory.api.views.extraction import ExtractionRunView, ThreadExtractView
 from cogitator_memory.api.views.files import (
@@ -26,6 +31,7 @@ from cogitator_memory.api.views.items import (
     ItemRejectView,
 )
 from cogitator_memory.api.views.search import SearchView
+from cogitator_memory.api.views.sessions import SessionDetailView, SessionListView
 from cogitator_memory.api.views.threads import ThreadDetailView, ThreadListView
 
 app_name = "cogitator_memory_api"
@@ -42,6 +48,13 @@ urlpatterns = [
     path("entries/<str:entry_id>/redact/", EntryRedactView.as_view(), name="entry-redact"),
     path("threads/<str:thread_id>/extract/", ThreadExtractView.as_view(), name="thread-extract"),
     path("extractions/<str:run_id>/", ExtractionRunView.as_view(), name="extraction-run"),
+    path("threads/<str:thread_id>/compact/", ThreadCompactView.as_view(), name="thread-compact"),
+    path(
+        "threads/<str:thread_id>/compacted-history/",
+        ThreadCompactedHistoryView.as_view(),
+        name="thread-compacted-history",
+    ),
+    path("compactions/<str:run_id>/", CompactionRunView.as_view(), name="compaction-run"),
     path("items/", ItemListView.as_view(), name="item-list"),
     path("items/<str:item_id>/", ItemDetailView.as_view(), name="item-detail"),
     path("items/<str:item_id>/history/", ItemHistoryView.as_view(), name="item-history"),
@@ -53,4 +66,6 @@ urlpatterns = [
     path("files/content/", FileContentView.as_view(), name="file-content"),
     path("files/history/", FileHistoryView.as_view(), name="file-history"),
     path("files/command/", FileCommandView.as_view(), name="file-command"),
+    path("sessions/", SessionListView.as_view(), name="session-list"),
+    path("sessions/<str:session_id>/", SessionDetailView.as_view(), name="session-detail"),
 ]

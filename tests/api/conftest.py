@@ -19,6 +19,7 @@ from rest_framework_api_key.models import APIKey
 from cogitator_memory.access.models import Grant
 from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
 from cogitator_memory.items.models import Evidence, ExtractionRun, MemoryItem
+from cogitator_memory.sessions.models import ChannelSession
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Entry, Thread
 
@@ -254,4 +255,5 @@ def snapshot_rows() -> dict[str, list[dict[str, Any]]]:
         "runs": list(ExtractionRun.objects.order_by("pk").values()),
         "file_versions": list(MemoryFileVersion.objects.order_by("pk").values()),
         "file_heads": list(MemoryFileHead.objects.order_by("pk").values()),
+        "sessions": list(ChannelSession.objects.order_by("pk").values()),
     }

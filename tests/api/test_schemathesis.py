@@ -64,6 +64,7 @@ from cogitator_memory.files.services import MemoryFiles
 from cogitator_memory.items.models import Evidence, ExtractionRun, MemoryItem, RunStatus
 from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem
+from cogitator_memory.sessions.models import ChannelSession
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import EntryType, Role
 from project.settings import database_from_url
@@ -97,6 +98,13 @@ REDACTED_ID = "entry_st_redacted"
 HIDDEN_ENTRY_ID = "entry_st_hidden"
 ITEM_ID = "item_st_suggested"
 RUN_ID = "extr_st_done"
+SESSION_ID = "sess_st_main"
+SESSION_KEY = {
+    "user_id": "ana",
+    "channel_type": "web",
+    "channel_id": "st",
+    "agent_id": GRANTED_AGENT,
+}
 
 LIST_THREADS = "GET /api/memory/threads/"
 CREATE_THREAD = "POST /api/memory/threads/"
@@ -113,6 +121,7 @@ VALID_PATH_IDS = {
     "entry_id": ROOT_ID,
     "item_id": ITEM_ID,
     "run_id": RUN_ID,
+    "session_id": SESSION_ID,
 }
 VALID_BODIES: dict[str, dict[str, Any]] = {
     UPDATE_THREAD: {"metadata": {"topic": "x"}},
@@ -122,6 +131,7 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "POST /api/memory/threads/{thread_id}/fork/": {"at_entry_id": ROOT_ID},
     "POST /api/memory/entries/{entry_id}/redact/": {"reason": "x"},
     "POST /api/memory/items/{item_id}/reject/": {"reason": "x"},
+    "POST /api/memory/sessions/": SESSION_KEY,
 }
 # Reviews are made by people: the valid requests of these go with a superuser's token.
 REVIEWS = {
@@ -261,6 +271,7 @@ def write_fixed_memory() -> None:
         MemoryItem.objects.filter(pk=written.item.pk).update(id=ITEM_ID)
         Evidence.objects.filter(item_id=written.item.pk).update(item_id=ITEM_ID)
     ExtractionRun.objects.create(id=RUN_ID, thread=main, status=RunStatus.DONE)
+    ChannelSession.objects.create(id=SESSION_ID, thread=main, **SESSION_KEY)
     # Memory files: ana's, one every user of agent-1 shares, and one of agent-2.
     files = MemoryFiles()
     for scope, path, text in (

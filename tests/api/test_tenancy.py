@@ -32,11 +32,13 @@ from rest_framework.test import APIClient
 from rest_framework_api_key.models import APIKey
 
 from cogitator_memory.api import urls as api_urls
+from cogitator_memory.compaction.models import CompactionRun
 from cogitator_memory.files.access import FileAccess
 from cogitator_memory.files.services import MemoryFiles
 from cogitator_memory.items.models import ExtractionRun, MemoryItem, RunStatus
 from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem
+from cogitator_memory.sessions.models import ChannelSession
 from tests.api.conftest import (
     API,
     Conversation,
@@ -61,7 +63,9 @@ ID_PLACEHOLDERS = (
     "victim_branch_entry",
     "victim_item",
     "victim_run",
+    "victim_compaction_run",
     "victim_file",
+    "victim_session",
 )
 MISSING = {
     "victim_thread": "no-such-thread",
@@ -69,11 +73,13 @@ MISSING = {
     "victim_branch_entry": "no-such-branch-entry",
     "victim_item": "item_00000000000000000000000000000000",
     "victim_run": "extr_00000000000000000000000000000000",
+    "victim_compaction_run": "cmpr_00000000000000000000000000000000",
     "victim_subject": "ent_00000000000000000000000000000000",
     "victim_agent": "agent-nobody",
     "victim_user": "nobody",
     "victim_topic": "no-topic",
     "victim_file": "/memories/no-such-file.md",
+    "victim_session": "sess_00000000000000000000000000000000",
 }
 OWN_FILE = "/memories/own.md"
 VICTIM_FILE = "/memories/victim-secret.md"
@@ -97,6 +103,9 @@ class World:
     victim_item: MemoryItem
     own_run: ExtractionRun
     victim_run: ExtractionRun
+    victim_compaction_run: CompactionRun | None = None
+    own_session: ChannelSession | None = None
+    victim_session: ChannelSession | None = None
 
     def names(self) -> dict[str, str]:
         """The values of the placeholders of an attempt, for the victim's objects."""
@@ -114,9 +123,13 @@ class World:
             "victim_item": self.victim_item.pk,
             "victim_subject": self.victim_item.subject_id,
             "victim_run": self.victim_run.pk,
+            "victim_compaction_run": (
+                self.victim_compaction_run.pk if self.victim_compaction_run else ""
+            ),
             "own_user": str(self.own.thread.user_id),
             "victim_file": VICTIM_FILE,
             "victim_file_sha256": hashlib.sha256(VICTIM_FILE_TEXT.encode()).hexdigest(),
+            "victim_session": self.victim_session.pk if self.victim_session else "",
         }
 
     def missing_names(self) -> dict[str, str]:
@@ -133,7 +146,9 @@ class World:
             self.victim_item.pk,
             self.victim_item.subject_id,
             self.victim_run.pk,
+            *([self.victim_compaction_run.pk] if self.victim_compaction_run else []),
             VICTIM_FILE,
+            *([self.victim_session.pk] if self.victim_session else []),
         ]
 
 
@@ -211,6 +226,18 @@ def keep_file(conversation: Conversation, path: str, text: str) -> None:
     MemoryFiles().put(access, path, text)
 
 
+def channel_session(conversation: Conversation, channel_id: str) -> ChannelSession:
+    """A channel session of the conversation's thread (its agent and user)."""
+    thread = conversation.thread
+    return ChannelSession.objects.create(
+        thread=thread,
+        agent_id=thread.agent_id,
+        user_id=str(thread.user_id),
+        channel_type="telegram",
+        channel_id=channel_id,
+    )
+
+
 SCENARIOS = ["user-acts-on-api-key", "api-key-acts-on-user", "same-agent-other-user"]
 
 
@@ -253,9 +280,12 @@ def world(
     index_for_search(theirs)
     own_item, own_run = remember(own)
     victim_item, victim_run = remember(theirs, VICTIM_TAG)
+    victim_compaction_run = CompactionRun.objects.create(
+        thread=theirs.thread, status=RunStatus.DONE
+    )
     keep_file(own, OWN_FILE, "Mine.")
     keep_file(theirs, VICTIM_FILE, VICTIM_FILE_TEXT)
-    return World(
+    world = World(
         actor,
         victim,
         own,
@@ -266,7 +296,11 @@ def world(
         victim_item,
         own_run,
         victim_run,
+        victim_compaction_run=victim_compaction_run,
     )
+    world.own_session = channel_session(own, "chat-own")
+    world.victim_session = channel_session(theirs, "chat-theirs")
+    return world
 
 
 def test_each_side_reaches_its_own_conversation(world: World):
@@ -513,6 +547,47 @@ FILE_ROWS: dict[tuple[str, str], list[Attempt]] = {
         ),
     ],
     ("files/command/", "OPTIONS"): options("files/command/"),
+}
+
+
+# Channel sessions: within the grants of the session's agent and user, as its thread.
+VICTIM_KEY = {
+    "user_id": "{victim_user}",
+    "channel_type": "telegram",
+    "channel_id": "chat-theirs",
+    "agent_id": "{victim_agent}",
+}
+SESSION_ROWS: dict[tuple[str, str], list[Attempt]] = {
+    ("sessions/", "GET"): [
+        listing("no filters", "sessions/", lists_own=True),
+        listing("largest page", "sessions/?limit=500&status=active", lists_own=True),
+        listing("filtered by the victim's agent", "sessions/?agent_id={victim_agent}"),
+        listing(
+            "filtered by the victim's user", "sessions/?user_id={victim_user}", lists_nothing=True
+        ),
+        listing(
+            "filtered by the victim's agent and user",
+            "sessions/?agent_id={victim_agent}&user_id={victim_user}",
+            lists_nothing=True,
+        ),
+    ],
+    ("sessions/", "HEAD"): [Attempt("head of the session list", "sessions/", 200)],
+    ("sessions/", "OPTIONS"): [Attempt("options of the session list", "sessions/", 200)],
+    ("sessions/", "POST"): [
+        forbidden_write("get the victim's session by its key", "sessions/", VICTIM_KEY),
+        forbidden_write(
+            "open a session of the victim's user and agent on another channel",
+            "sessions/",
+            {**VICTIM_KEY, "channel_id": "chat-new"},
+        ),
+    ],
+    ("sessions/<str:session_id>/", "GET"): [
+        refused("read the victim's session", "sessions/{victim_session}/", "session_not_found"),
+    ],
+    ("sessions/<str:session_id>/", "HEAD"): [
+        Attempt("head of the victim's session", "sessions/{victim_session}/", 404),
+    ],
+    ("sessions/<str:session_id>/", "OPTIONS"): options("sessions/{victim_session}/"),
 }
 
 
@@ -770,6 +845,60 @@ MATRIX: dict[tuple[str, str], list[Attempt]] = {
         Attempt("head of the victim's run", "extractions/{victim_run}/", 404),
     ],
     ("extractions/<str:run_id>/", "OPTIONS"): options("extractions/{victim_run}/"),
+    ("threads/<str:thread_id>/compact/", "POST"): [
+        refused(
+            "compact the victim's thread",
+            "threads/{victim_thread}/compact/",
+            "thread_not_found",
+        ),
+    ],
+    ("threads/<str:thread_id>/compact/", "OPTIONS"): options("threads/{victim_thread}/compact/"),
+    ("threads/<str:thread_id>/compacted-history/", "GET"): [
+        refused(
+            "read the victim's compacted history",
+            "threads/{victim_thread}/compacted-history/",
+            "thread_not_found",
+        ),
+        refused(
+            "read the victim's compacted history from the victim's leaf",
+            "threads/{victim_thread}/compacted-history/?leaf_id={victim_entry}",
+            "thread_not_found",
+        ),
+        Attempt(
+            "read the actor's compacted history up to the victim's entry",
+            "threads/{own_thread}/compacted-history/?leaf_id={victim_entry}",
+            404,
+            "entry_not_in_thread",
+            ("leaf_id",),
+        ),
+        Attempt(
+            "read the actor's own compacted history",
+            "threads/{own_thread}/compacted-history/",
+            200,
+            compare_with_missing=False,
+        ),
+    ],
+    ("threads/<str:thread_id>/compacted-history/", "HEAD"): [
+        Attempt(
+            "head of the victim's compacted history",
+            "threads/{victim_thread}/compacted-history/",
+            404,
+        ),
+    ],
+    ("threads/<str:thread_id>/compacted-history/", "OPTIONS"): options(
+        "threads/{victim_thread}/compacted-history/"
+    ),
+    ("compactions/<str:run_id>/", "GET"): [
+        refused(
+            "read the compaction run of the victim's thread",
+            "compactions/{victim_compaction_run}/",
+            "compaction_run_not_found",
+        ),
+    ],
+    ("compactions/<str:run_id>/", "HEAD"): [
+        Attempt("head of the victim's compaction run", "compactions/{victim_compaction_run}/", 404),
+    ],
+    ("compactions/<str:run_id>/", "OPTIONS"): options("compactions/{victim_compaction_run}/"),
     ("items/", "GET"): [
         listing("no filters", "items/", lists_own=True),
         listing(
@@ -862,6 +991,7 @@ MATRIX: dict[tuple[str, str], list[Attempt]] = {
     ("search/", "HEAD"): [Attempt("head of a search", "search/?q=parcel", 200)],
     ("search/", "OPTIONS"): [Attempt("options of the search", "search/", 200)],
     **FILE_ROWS,
+    **SESSION_ROWS,
 }
 
 
@@ -922,6 +1052,9 @@ def test_the_walk_finds_the_endpoints_of_the_api():
         "entries/<str:entry_id>/redact/",
         "threads/<str:thread_id>/extract/",
         "extractions/<str:run_id>/",
+        "threads/<str:thread_id>/compact/",
+        "threads/<str:thread_id>/compacted-history/",
+        "compactions/<str:run_id>/",
         "items/",
         "items/<str:item_id>/",
         "items/<str:item_id>/history/",
@@ -933,6 +1066,8 @@ def test_the_walk_finds_the_endpoints_of_the_api():
         "files/content/",
         "files/history/",
         "files/command/",
+        "sessions/",
+        "sessions/<str:session_id>/",
     }
     # when
     declared = declared_endpoints()
@@ -1011,7 +1146,9 @@ def test_no_read_or_write_crosses_to_the_other_principal(
         if route == "files/":
             assert OWN_FILE in [row["path"] for row in sent.data["results"]]
         else:
-            own = world.own_item.pk if route == "items/" else world.own.thread_id
+            own = {"items/": world.own_item.pk, "sessions/": world.own_session.pk}.get(
+                route, world.own.thread_id
+            )
             assert own in [row["id"] for row in sent.data["results"]]
     if attempt.lists_nothing:
         assert sent.data["results"] == []
