@@ -23,6 +23,7 @@ from cogitator_memory.files.services import MemoryFiles
 from cogitator_memory.items.models import ExtractionRun
 from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.outbox.models import OutboxMessage
+from cogitator_memory.sessions.services import SessionManager
 from cogitator_memory.threads.models import Thread
 from tests.factories import EntryFactory
 
@@ -147,6 +148,7 @@ def test_only_an_unfiltered_queryset_gets_an_estimate() -> None:
         "admin:cogitator_memory_outboxmessage_changelist",
         "admin:cogitator_memory_extractionrun_changelist",
         "admin:cogitator_memory_memoryfilehead_changelist",
+        "admin:cogitator_memory_channelsession_changelist",
     ],
 )
 def test_a_list_page_reads_no_column_over_every_row(
@@ -160,6 +162,7 @@ def test_a_list_page_reads_no_column_over_every_row(
     OutboxMessage.objects.create(topic="tests.scale", payload={})
     ExtractionRun.objects.create(thread=thread, status="done")
     MemoryFiles().put(FileAccess(scope=MemoryScope("agent-1")), "/memories/notes.md", "x")
+    SessionManager().get_or_create("ana", "web", "w1", "agent-1")
     # when
     with CaptureQueriesContext(connection) as queries:
         response = admin_client.get(reverse(url_name), {"_facets": "True"})

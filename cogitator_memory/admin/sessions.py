@@ -1,0 +1,89 @@
+"""Channel sessions in the admin: read-only, the sessions a staff user's grants reach (their
+agent and user, as their threads), the most recently active first, each linking its
+thread."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from django.contrib import admin
+from django.contrib.admin.utils import quote
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
+
+from cogitator_memory.access.selectors import scope_for_user
+from cogitator_memory.admin.filters import IndexedValuesFilter, VisibleAgentFilter
+from cogitator_memory.admin.scale import LargeTableAdmin
+from cogitator_memory.sessions.models import ChannelSession
+from cogitator_memory.sessions.querysets import ChannelSessionQuerySet
+
+
+class ChannelTypeFilter(IndexedValuesFilter):
+    """Channel types: for a superuser the first ones of the table (an index lookup each);
+    for a staff user limited by grants a text box only, so that the channel types of
+    agents they are not granted are not listed."""
+
+    title = _("channel type")
+    parameter_name = "channel_type"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        if scope_for_user(request.user).is_unrestricted:
+            return super().lookups(request, model_admin)
+        self.more_values = True
+        return []
+
+
+@admin.register(ChannelSession)
+class ChannelSessionAdmin(LargeTableAdmin):
+    list_display = (
+        "id",
+        "agent_id",
+        "user_id",
+        "channel_type",
+        "channel_id",
+        "status",
+        "thread_link",
+        "last_active_at",
+        "created_at",
+    )
+    # Agent and channel type lead indexes; status is a choices field (no query).
+    list_filter = (VisibleAgentFilter, ChannelTypeFilter, "status")
+    ordering = ("-last_active_at", "-id")
+    sortable_by = ("last_active_at",)
+    readonly_fields = (
+        "id",
+        "agent_id",
+        "user_id",
+        "channel_type",
+        "channel_id",
+        "thread",
+        "status",
+        "last_active_at",
+        "created_at",
+    )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ChannelSession]:
+        sessions = cast(ChannelSessionQuerySet, super().get_queryset(request))
+        return sessions.visible_to(scope_for_user(request.user))
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # A session goes with its thread.
+        return False
+
+    @admin.display(description=_("thread"))
+    def thread_link(self, obj: ChannelSession) -> str:
+        url = reverse(
+            "admin:cogitator_memory_thread_change",
+            args=[quote(obj.thread_id)],
+            current_app=self.admin_site.name,
+        )
+        return format_html('<a href="{}">{}</a>', url, obj.thread_id)
