@@ -60,7 +60,12 @@ def routed_operations() -> list[tuple[str, str]]:
 ROUTED_OPERATIONS = routed_operations()
 # Writes that take no body: the path names all they act on. Their schema documents none,
 # and the view never reads one (so no 413 or 415 either).
-BODYLESS_WRITES = {"memory_threads_extract", "memory_items_activate", "memory_items_let_go"}
+BODYLESS_WRITES = {
+    "memory_threads_extract",
+    "memory_threads_compact",
+    "memory_items_activate",
+    "memory_items_let_go",
+}
 
 
 def served_schema(client: Client, query: str = "") -> dict[str, Any]:
