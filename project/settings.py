@@ -212,6 +212,15 @@ COGITATOR_MEMORY: dict = {
         "BASE_URL": os.environ.get("COGITATOR_MEMORY_EMBEDDINGS_BASE_URL") or None,
         "STORE": os.environ.get("COGITATOR_MEMORY_EMBEDDINGS_STORE") or "auto",
     },
+    # Compaction of long threads in Celery ("COMPACTION"), off unless turned on here.
+    "COMPACTION": {
+        "ENABLED": env_flag("COGITATOR_MEMORY_COMPACTION_ENABLED", False),
+        **{
+            key: int(value) if value.strip().lower() != "none" else None
+            for key in ("THRESHOLD", "MESSAGE_THRESHOLD", "KEEP_RECENT")
+            if (value := os.environ.get(f"COGITATOR_MEMORY_COMPACTION_{key}"))
+        },
+    },
 }
 
 LOGGING = {
