@@ -59,6 +59,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from cogitator_memory.access.models import Grant
+from cogitator_memory.compaction.models import CompactionRun
 from cogitator_memory.files.access import FileAccess
 from cogitator_memory.files.services import MemoryFiles
 from cogitator_memory.items.models import Evidence, ExtractionRun, MemoryItem, RunStatus
@@ -271,6 +272,7 @@ def write_fixed_memory() -> None:
         MemoryItem.objects.filter(pk=written.item.pk).update(id=ITEM_ID)
         Evidence.objects.filter(item_id=written.item.pk).update(item_id=ITEM_ID)
     ExtractionRun.objects.create(id=RUN_ID, thread=main, status=RunStatus.DONE)
+    CompactionRun.objects.create(id=RUN_ID, thread=main, status=RunStatus.DONE)
     ChannelSession.objects.create(id=SESSION_ID, thread=main, **SESSION_KEY)
     # Memory files: ana's, one every user of agent-1 shares, and one of agent-2.
     files = MemoryFiles()
