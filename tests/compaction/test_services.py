@@ -25,7 +25,7 @@ from cogitator_memory.exceptions import (
     InvalidCompactionConfig,
     LLMUnavailable,
 )
-from cogitator_memory.llm.scripted import ScriptedModel
+from cogitator_memory.llm.scripted import ScriptedAnswer, ScriptedModel
 from cogitator_memory.threads import selectors, services
 from cogitator_memory.threads.models import Entry
 
@@ -238,3 +238,21 @@ def test_the_hierarchical_strategy_writes_levels(thread_id: str, monkeypatch: An
     assert compaction.event["strategy"] == "hierarchical"
     assert compaction.event["summary"] == Result.handoff
     assert compaction.event["levels"] == Result.levels
+
+
+def test_the_hierarchical_strategy_runs_the_real_levels_and_keeps_an_open_task(
+    thread_id: str,
+) -> None:
+    # given a conversation with an open task line, and a model that finds no atoms
+    services.add_entry(thread_id, role="user", content="TODO: renew the passport")
+    conversation(thread_id, 5)
+    model = ScriptedModel([ScriptedAnswer("[]", match=lambda _call: True, repeat=True)])
+    config = CompactionConfig(strategy="hierarchical", message_threshold=4, keep_recent=1)
+    # when
+    compaction = CompactionService(model).compact(thread_id, config)
+    # then the handoff holds the open task, and the levels hold the chapters
+    assert compaction is not None
+    assert "renew the passport" in compaction.event["summary"]
+    assert compaction.event["levels"]["chapters"]
+    history = read_compacted_history(thread_id)
+    assert history[0].pk == compaction.pk
