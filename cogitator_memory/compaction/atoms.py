@@ -34,8 +34,7 @@ from typing import Any, Protocol
 from cogitator_memory.exceptions import CompactionAnswerError
 from cogitator_memory.items.extraction import (
     EXTRACTION_CONTINUATION_PROMPT,
-    _elements_of,
-    _looks_like_items,
+    first_object_array,
 )
 from cogitator_memory.lineage import VERIFIED, Quote, verify_evidence
 from cogitator_memory.llm.protocol import Completion, Message, Summarize
@@ -146,13 +145,8 @@ def _prompt(config: AtomConfig, open_items: Sequence[Atom]) -> str:
 def parse_atoms(answer: str) -> tuple[list[dict[str, Any]], bool, bool]:
     """The raw elements of the first array of objects in ``answer``, whether there was an
     array, and whether it closed (the extraction's reader)."""
-    if not isinstance(answer, str):
-        return [], False, False
-    for start, character in enumerate(answer):
-        if character == "[" and _looks_like_items(start, answer):
-            values, closed = _elements_of(answer, start)
-            return [v for v in values if isinstance(v, dict)], True, closed
-    return [], False, False
+    values, found, closed = first_object_array(answer)
+    return [v for v in values if isinstance(v, dict)], found, closed
 
 
 def _checked_atom(

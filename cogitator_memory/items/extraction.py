@@ -189,14 +189,22 @@ def _looks_like_items(start: int, text: str) -> bool:
     return rest.startswith("{") or rest.startswith("]")
 
 
+def first_object_array(answer: object) -> tuple[list[Any], bool, bool]:
+    """The JSON values of the first array of objects (or empty array) in a model's answer,
+    past any text and brackets before it; whether there was one; whether it closed (an
+    answer cut at its length limit leaves it open). Extraction and compaction read their
+    answers with it."""
+    if not isinstance(answer, str):
+        return [], False, False
+    for start, character in enumerate(answer):
+        if character == "[" and _looks_like_items(start, answer):
+            values, closed = _elements_of(answer, start)
+            return values, True, closed
+    return [], False, False
+
+
 def parse_extraction(answer: str) -> Parsed:
     """Read the model's answer: the first array of objects in it (or an empty array)."""
-    if not isinstance(answer, str):
-        return Parsed([], False, False)
-    for start, character in enumerate(answer):
-        if character != "[" or not _looks_like_items(start, answer):
-            continue
-        values, closed = _elements_of(answer, start)
-        items = [item for item in (_element(value) for value in values) if item is not None]
-        return Parsed(items, True, closed)
-    return Parsed([], False, False)
+    values, found, closed = first_object_array(answer)
+    items = [item for item in (_element(value) for value in values) if item is not None]
+    return Parsed(items, found, closed)
