@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from cogitator_memory.compaction import hierarchical
 from cogitator_memory.compaction.config import CompactionConfig, config_from_settings
 from cogitator_memory.compaction.history import (
     HISTORY_ENTRY_TYPES,
@@ -21,6 +22,7 @@ from cogitator_memory.compaction.services import (
     write_compaction,
 )
 from cogitator_memory.exceptions import (
+    CompactionDropsOpenItems,
     CompactionStale,
     InvalidCompactionConfig,
     LLMUnavailable,
@@ -256,3 +258,31 @@ def test_the_hierarchical_strategy_runs_the_real_levels_and_keeps_an_open_task(
     assert compaction.event["levels"]["chapters"]
     history = read_compacted_history(thread_id)
     assert history[0].pk == compaction.pk
+
+
+def test_a_hierarchical_compaction_that_would_drop_an_open_item_leaves_the_thread_as_it_was(
+    thread_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a first compaction holding an open task
+    services.add_entry(thread_id, role="user", content="TODO: renew the passport")
+    conversation(thread_id, 5)
+    model = ScriptedModel([ScriptedAnswer("[]", match=lambda _call: True, repeat=True)])
+    config = CompactionConfig(strategy="hierarchical", message_threshold=4, keep_recent=1)
+    first = CompactionService(model).compact(thread_id, config)
+    assert first is not None
+    conversation(thread_id, 6)
+    before = list(Entry.objects.filter(thread_id=thread_id).order_by("seq").values())
+    leaf = selectors.get_thread(thread_id).active_leaf_id  # type: ignore[union-attr]
+
+    # when the next levels lose it (a fold that keeps only the newest chapter)
+    def losing_fold(levels: dict[str, Any], *_args: Any) -> dict[str, Any]:
+        return {"version": 1, "saga": None, "arcs": [], "chapters": levels["chapters"][-1:]}
+
+    monkeypatch.setattr(hierarchical, "fold", losing_fold)
+    # then the compaction is refused, and nothing of the thread changed
+    with pytest.raises(CompactionDropsOpenItems) as refused:
+        CompactionService(model).compact(thread_id, config)
+    assert refused.value.dropped == ["task: renew the passport"]
+    assert list(Entry.objects.filter(thread_id=thread_id).order_by("seq").values()) == before
+    assert selectors.get_thread(thread_id).active_leaf_id == leaf  # type: ignore[union-attr]
+    assert read_compacted_history(thread_id)[0].pk == first.pk
