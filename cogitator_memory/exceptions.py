@@ -504,18 +504,6 @@ class CompactionStale(Conflict):
         self.reason = reason
 
 
-class CompactionStrategyUnavailable(Conflict):
-    """The hierarchical strategy was asked for and its module is not installed."""
-
-    code = "compaction_strategy_unavailable"
-
-    def __init__(self, strategy: str) -> None:
-        super().__init__(
-            f"The {strategy!r} compaction strategy is not available in this installation."
-        )
-        self.strategy = strategy
-
-
 class CompactionRunNotFound(NotFound):
     """No compaction run has this id (or the caller may not see its thread)."""
 

@@ -90,10 +90,12 @@ nothing is worth keeping, answer []."""
 
 
 class AtomConfig(Protocol):
-    """What ``chapter_atoms`` reads of a compaction config."""
+    """What ``chapter_atoms`` reads of a compaction config (read-only)."""
 
-    summary_model: str | None
-    summary_prompt: str | None
+    @property
+    def summary_model(self) -> str | None: ...
+    @property
+    def summary_prompt(self) -> str | None: ...
 
 
 def _norm(text: str) -> str:

@@ -92,12 +92,20 @@ Node = dict[str, Any]
 
 
 class HierarchicalConfig(Protocol):
-    chapter_tokens: int
-    chapter_concurrency: int
-    chapters_per_arc: int
-    arcs_per_saga: int
-    summary_model: str | None
-    summary_prompt: str | None
+    """What ``compact_levels`` reads of a config (read-only: a frozen dataclass serves)."""
+
+    @property
+    def chapter_tokens(self) -> int: ...
+    @property
+    def chapter_concurrency(self) -> int: ...
+    @property
+    def chapters_per_arc(self) -> int: ...
+    @property
+    def arcs_per_saga(self) -> int: ...
+    @property
+    def summary_model(self) -> str | None: ...
+    @property
+    def summary_prompt(self) -> str | None: ...
 
 
 @dataclass(frozen=True)

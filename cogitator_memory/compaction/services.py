@@ -12,13 +12,12 @@ nothing written) when, meanwhile, an entry it covers was deleted or redacted, th
 branch moved off the entries it covers, or another compaction was written after them: of
 two compactions racing on one thread, one entry is written.
 
-Strategy ``hierarchical`` calls ``compaction.hierarchical.compact_levels`` (imported when
-used), which gives the summary (the handoff text) and the levels written into the event.
+Strategy ``hierarchical`` calls ``compaction.hierarchical.compact_levels``, which gives
+the summary (the handoff text) and the levels written into the event.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 from django.db import transaction
 
 from cogitator_memory.compaction.config import CompactionConfig
+from cogitator_memory.compaction.hierarchical import compact_levels
 from cogitator_memory.compaction.history import (
     COMPACTION,
     SUMMARY_INTRO,
@@ -33,7 +33,7 @@ from cogitator_memory.compaction.history import (
     entry_message,
     read_compacted_history,
 )
-from cogitator_memory.exceptions import CompactionStale, CompactionStrategyUnavailable
+from cogitator_memory.exceptions import CompactionStale
 from cogitator_memory.llm.protocol import Message, Summarize
 from cogitator_memory.llm.registry import require_summarizer
 from cogitator_memory.scope import Scope
@@ -55,7 +55,6 @@ SUMMARY_PROMPT = (
     "decisions, constraints, open tasks and open questions; say what was done. The first "
     "message may be the summary of what came before: fold it in."
 )
-HIERARCHICAL_MODULE = "cogitator_memory.compaction.hierarchical"
 
 
 @dataclass(frozen=True)
@@ -140,7 +139,8 @@ class CompactionService:
         Raises ``ThreadNotFound`` (also for a thread ``scope`` may not see),
         ``LLMUnavailable`` without a model, ``LLMError`` when the model fails,
         ``CompactionStale`` when what it covers changed meanwhile (nothing written), and
-        ``CompactionStrategyUnavailable`` for a strategy this installation lacks.
+        ``CompactionDropsOpenItems`` (hierarchical) when the new levels would lose an item
+        the previous ones held open (nothing written).
         """
         plan = plan_compaction(read_compacted_history(thread_id, scope=scope), config)
         if not plan.summarized or not (force or threshold_crossed(plan, config)):
@@ -166,20 +166,10 @@ class CompactionService:
     def _hierarchical_event(
         self, thread_id: str, plan: CompactionPlan, config: CompactionConfig
     ) -> dict[str, Any]:
-        try:
-            module = importlib.import_module(HIERARCHICAL_MODULE)
-        except ModuleNotFoundError as exc:
-            if exc.name != HIERARCHICAL_MODULE:
-                raise
-            raise CompactionStrategyUnavailable("hierarchical") from exc
-        compact_levels: Callable[..., Any] | None = getattr(module, "compact_levels", None)
-        if compact_levels is None:
-            raise CompactionStrategyUnavailable("hierarchical")
         previous_levels = (
             compaction_event(plan.previous).get("levels") if plan.previous is not None else None
         )
-        # compact_levels(entries, previous_levels, config, summarize) -> CompactedLevels
-        # (its module's docstring); CompactionDropsOpenItems leaves the thread as it was.
+        # CompactionDropsOpenItems leaves the thread as it was: nothing is written yet.
         result = compact_levels(plan.summarized, previous_levels, config, self.summarize)
         return {"strategy": "hierarchical", "summary": result.handoff, "levels": result.levels}
 

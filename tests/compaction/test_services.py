@@ -218,7 +218,7 @@ def test_entries_added_while_the_model_answered_are_kept(thread_id: str) -> None
 
 
 def test_the_hierarchical_strategy_writes_levels(thread_id: str, monkeypatch: Any) -> None:
-    from cogitator_memory.compaction import hierarchical
+    from cogitator_memory.compaction import services as compaction_services
 
     class Result:
         handoff = "Open tasks:\n- ship it"
@@ -230,7 +230,7 @@ def test_the_hierarchical_strategy_writes_levels(thread_id: str, monkeypatch: An
         seen.update(entries=[e.pk for e in entries], previous=previous_levels)
         return Result()
 
-    monkeypatch.setattr(hierarchical, "compact_levels", fake)
+    monkeypatch.setattr(compaction_services, "compact_levels", fake)
     entries = conversation(thread_id, 4)
     compaction = CompactionService(ScriptedModel()).compact(
         thread_id, CompactionConfig(strategy="hierarchical", message_threshold=4, keep_recent=1)
