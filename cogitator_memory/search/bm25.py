@@ -3,9 +3,10 @@ scope) as vector search.
 
 On the stores that keep embeddings as database rows (the exact store, pgvector):
 
-1. The query's words (``tokenizer.query_terms``).
+1. The query's words, stemmed, stopwords left out (``tokenizer.query_terms``).
 2. One aggregate over the rows the filter and scope admit: their number, their characters,
-   and per word how many hold it by a case-insensitive substring match.
+   and per word how many hold one of its ``tokenizer.fragments`` by a case-insensitive
+   substring match (every row holding a word of that stem does).
 3. Candidates: the rows holding the rarest words as tokens, as many words as fit the
    candidate limit (at least the rarest, whose newest rows are read up to the limit).
 4. bm25s scores the candidates for every word with the statistics of all admitted rows,
@@ -54,7 +55,7 @@ from cogitator_memory.exceptions import InvalidInput, KeywordSearchUnavailable
 from cogitator_memory.limits import check_limit
 from cogitator_memory.scope import Scope
 from cogitator_memory.search.scoping import current_q, search_visible, visible_q
-from cogitator_memory.search.tokenizer import query_terms, tokenize
+from cogitator_memory.search.tokenizer import fragments, query_terms, stopwords_only, tokenize
 
 # Candidate rows ranked per search at most: about 0.3 s for 5,000 rows of 50 words on
 # 2 cores. Words held by more rows than this do not choose candidates (see above).
@@ -189,12 +190,18 @@ def check_query(query: str) -> str:
 
 
 def _holds(term: str) -> Q:
-    # LIKE folds only ASCII letters on SQLite; a word with other letters is matched by a
-    # case-insensitive regex, which SQLite runs with Python's re, folding case as
-    # PostgreSQL does. Words are runs of word characters: nothing in them needs escaping.
-    if term.isascii():
-        return Q(content__icontains=term)
-    return Q(content__iregex=term)
+    # A row holding a word whose token is ``term`` holds one of its fragments (the stem
+    # but its last letter): the rows found are tokenized to tell which really hold it.
+    # LIKE folds only ASCII letters on SQLite; a fragment with other letters is matched by
+    # a case-insensitive regex, which SQLite runs with Python's re, folding case as
+    # PostgreSQL does. Fragments are runs of word characters: nothing needs escaping.
+    condition = Q()
+    for fragment in fragments(term):
+        if fragment.isascii():
+            condition |= Q(content__icontains=fragment)
+        else:
+            condition |= Q(content__iregex=fragment)
+    return condition
 
 
 def _holding_any(terms: Iterable[str]) -> Q:
@@ -220,6 +227,7 @@ def _read_candidates(
     limit: int,
     found: _Candidates,
     seen: set[str],
+    keep_stopwords: bool,
 ) -> bool:
     """Add to ``found`` the newest rows that hold one of the words ``holding`` as a token,
     up to ``limit`` rows in all; False when rows were left unread."""
@@ -228,7 +236,7 @@ def _read_candidates(
     for row_id, content in matching.values_list("id", "content").iterator(chunk_size=READ_CHUNK):
         if row_id in seen:
             continue
-        tokens = tokenize(content)
+        tokens = tokenize(content, keep_stopwords=keep_stopwords)
         if wanted.isdisjoint(tokens):
             continue
         if len(found.ids) == limit:
@@ -281,10 +289,18 @@ def _database_keyword_search(
             break
         chosen.append(term)
     rest = present[len(chosen) :]
+    # A query of stopwords only is searched over documents that keep theirs.
+    keep_stopwords = stopwords_only(list(terms))
     found = _Candidates(ids=[], documents=[], characters=0, complete=True)
     seen: set[str] = set()
     found.complete = _read_candidates(
-        rows, holding=chosen, terms=present, limit=candidates, found=found, seen=seen
+        rows,
+        holding=chosen,
+        terms=present,
+        limit=candidates,
+        found=found,
+        seen=seen,
+        keep_stopwords=keep_stopwords,
     )
     if not found.ids and not rest:
         return []
@@ -309,7 +325,13 @@ def _database_keyword_search(
         kth = sorted(scores, reverse=True)[limit - 1] if len(scores) >= limit else 0.0
         if kth < bound and len(found.ids) < candidates:
             _read_candidates(
-                rows, holding=rest, terms=present, limit=candidates, found=found, seen=seen
+                rows,
+                holding=rest,
+                terms=present,
+                limit=candidates,
+                found=found,
+                seen=seen,
+                keep_stopwords=keep_stopwords,
             )
             scores = bm25_scores(present, found.documents, statistics()).tolist()
     if not found.ids:
