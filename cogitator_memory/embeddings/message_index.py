@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import Min
 
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.embeddings.models import (
@@ -50,6 +51,7 @@ __all__ = [
     "entry_embedding",
     "entry_text",
     "index_entries",
+    "index_new_entries",
     "is_indexable",
     "message_index_enabled",
     "reindex",
@@ -190,6 +192,86 @@ def index_entries(entry_ids: Sequence[str], *, only_missing: bool = False) -> in
         return 0
     vectors = _embed(service, [entry_text(entry) for entry in wanted])
     return _store_unless_changed(store, wanted, vectors)
+
+
+def _batch_size() -> int:
+    size = memory_settings.EMBEDDINGS.get("BATCH_SIZE") or 64
+    return max(1, int(size))
+
+
+def _with_following_entries(ids: list[str], batch_size: int) -> list[str]:
+    """These ids, then the messages and tool results added to their threads after the
+    first of them (by ``seq``), up to ``batch_size`` ids in all."""
+    if len(ids) >= batch_size:
+        return ids
+    firsts = (
+        Entry.objects.filter(pk__in=ids)
+        .values("thread_id")
+        .annotate(first_seq=Min("seq"))
+        .order_by("thread_id")
+    )
+    wanted = list(ids)
+    seen = set(ids)
+    for first in firsts:
+        room = batch_size - len(wanted)
+        if room <= 0:
+            break
+        following = (
+            Entry.objects.filter(
+                thread_id=first["thread_id"],
+                seq__gt=first["first_seq"],
+                type__in=CONVERSATION_TYPES,
+            )
+            .order_by("seq")
+            .values_list("pk", flat=True)[: room + len(ids)]
+        )
+        for entry_id in following:
+            if entry_id not in seen and len(wanted) < batch_size:
+                seen.add(entry_id)
+                wanted.append(entry_id)
+    return wanted
+
+
+def _all_indexed(store: EmbeddingStore, ids: list[str]) -> bool:
+    present = {
+        embedding.source_id for embedding in store.get_by_sources(ids, filter=_MESSAGES_FILTER)
+    }
+    return all(entry_id in present for entry_id in ids)
+
+
+def index_new_entries(entry_ids: Sequence[str], *, batch_size: int | None = None) -> int:
+    """Embed new entries, and with them the entries added to their threads after them
+    that have no vector yet, in one provider call and one store write.
+
+    Each new entry gets a task of its own (``tasks/triggers.py``), and the first of a
+    burst to run takes the entries that followed it (up to ``batch_size``,
+    ``EMBEDDINGS["BATCH_SIZE"]`` by default): the tasks of those then find their vectors
+    stored and send nothing to the provider. So the entries waiting in the queue are
+    embedded together however busy the worker is, and no entry depends on another's
+    task. Returns how many entries were embedded and stored.
+    """
+    if get_embedding_service() is None:
+        return 0
+    ids = list(dict.fromkeys(entry_ids))
+    if not ids:
+        return 0
+    size = _batch_size() if batch_size is None else batch_size
+    check_limit(size, field="batch_size")
+    store = get_embedding_store()
+    if _all_indexed(store, ids):
+        # An earlier task's batch took these, and the entries after them as far as it
+        # went; those further on have tasks of their own.
+        return 0
+    # Look past the entries an earlier batch already embedded, then keep one batch.
+    candidates = _with_following_entries(ids, 2 * size)
+    present = {
+        embedding.source_id
+        for embedding in store.get_by_sources(candidates, filter=_MESSAGES_FILTER)
+    }
+    missing = [entry_id for entry_id in candidates if entry_id not in present]
+    if not missing:
+        return 0
+    return index_entries(missing[:size], only_missing=True)
 
 
 def unindex_entries(entry_ids: Sequence[str]) -> int:

@@ -1,7 +1,9 @@
 """Tasks of the message index: embed entries.
 
 Each takes entry ids (never entries) and calls one service of
-``embeddings/message_index.py``. It is safe to run twice: a store replaces the vector of
+``embeddings/message_index.py``. A task embeds its entries together with the entries
+queued after them in the same threads, in one provider call, so a backlog is embedded in
+batches. It is safe to run twice: a store replaces the vector of
 the same source, and entries that already have one are not embedded again.
 """
 
@@ -38,12 +40,14 @@ RETRIED_ERRORS = (EmbeddingServiceError, OperationalError)
     ignore_result=True,
 )
 def embed_entries_task(entry_ids: list[str]) -> int:
-    """Embed the entries that still exist into the message index, skipping those that
-    already have a vector there (a redelivered task embeds nothing twice). Returns how
-    many were embedded."""
+    """Embed the entries that still exist into the message index, with the entries added
+    to their threads after them that wait for their own tasks
+    (``message_index.index_new_entries``: one provider call for the lot), skipping those
+    that already have a vector there (a redelivered task embeds nothing twice). Returns
+    how many were embedded."""
     present = list(Entry.objects.filter(pk__in=entry_ids).values_list("pk", flat=True))
     if len(present) < len(set(entry_ids)):
         logger.info("Not embedding %d entries that are gone.", len(set(entry_ids)) - len(present))
     if not present:
         return 0
-    return message_index.index_entries(present, only_missing=True)
+    return message_index.index_new_entries(present)
