@@ -3,7 +3,11 @@ what it costs, on SQLite and PostgreSQL.
 
 Run by hand from the repository root::
 
-    .venv/bin/python bench/search.py [--quick] [--db sqlite|postgres|both]
+    .venv/bin/python bench/search.py [--quick] [--db sqlite|postgres|both] [--index]
+
+``--index`` measures instead how fast the message index embeds entries with the local
+model, next to the model's own batch encoding of the same texts (``message_index.py``
+says what is timed); 128 texts with ``--quick``, 2,048 otherwise.
 
 Keyword search (``cogitator_memory/search/bm25.py``) ranks only candidate rows (the
 rows of the scope holding a query word), with bm25s's BM25 fed the statistics of the
@@ -35,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from benchdb import database_opener, setup_django
+from message_index import configure as configure_index
+from message_index import format_index_table, measure_index
 
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
@@ -44,6 +50,9 @@ AGENTS = 4
 TOP = 10
 VOCABULARY = 20_000
 SEED = 7
+# Texts the message index embeds with --index (see message_index.py).
+INDEX_TEXTS_QUICK = 128
+INDEX_TEXTS = 2048
 
 
 def log(message: str) -> None:
@@ -95,10 +104,15 @@ def top_ids(ids: list[str], scores: Any) -> list[str]:
     return [ids[n] for n in ranked[:TOP]]
 
 
-def run_worker(database: str, quick: bool) -> dict[str, Any]:
+def run_worker(database: str, quick: bool, index: bool = False) -> dict[str, Any]:
     opener = database_opener(database, prefix="search", pg_name=PG_DATABASE)
     with opener() as url:
+        if index:
+            configure_index()
         setup_django(url)
+        if index:
+            texts, _ = make_corpus(INDEX_TEXTS_QUICK if quick else INDEX_TEXTS, 0)
+            return measure_index(database, texts)
         return measure(database, quick)
 
 
@@ -224,18 +238,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="8k rows instead of 80k")
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument(
+        "--index",
+        action="store_true",
+        help="the message index's embedding rate against the local model's batch encoding",
+    )
     parser.add_argument("--worker", choices=["sqlite", "postgres"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(run_worker(args.worker, args.quick)))
+        print(json.dumps(run_worker(args.worker, args.quick, args.index)))
         return
     results = {}
     for database in ("sqlite", "postgres") if args.db == "both" else (args.db,):
         command = [sys.executable, __file__, "--worker", database]
         if args.quick:
             command.append("--quick")
+        if args.index:
+            command.append("--index")
         done = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, text=True, check=True)
         results[database] = json.loads(done.stdout.strip().splitlines()[-1])
+    if args.index:
+        print(format_index_table(results))
+        print(json.dumps({"benchmark": "message_index", "quick": args.quick, "results": results}))
+        return
     print(format_table(results))
     print(json.dumps({"quick": args.quick, "results": results}))
 
