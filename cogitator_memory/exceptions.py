@@ -537,3 +537,13 @@ class CompactionAnswerError(ServiceFailed):
     def __init__(self, tries: int) -> None:
         super().__init__(f"The model answered a chapter without a JSON array {tries} times.")
         self.tries = tries
+
+
+# --- context builder -----------------------------------------------------------------------
+
+
+class InvalidContextConfig(InvalidInput):
+    """A context builder config or build that cannot work: partition shares over 1, an
+    unknown strategy or time zone, a negative budget, no budget from either side."""
+
+    code = "invalid_context_config"
