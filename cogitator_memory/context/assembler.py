@@ -4,11 +4,12 @@
 order system, final, pinned, index, summaries, brief (each takes what it needs of what is
 left). The other partitions split what those leave by their shares, none taking more than
 its blocks need; what the shares could not place goes, partition by partition in fill
-order (facts, recall, recent), to those still short of room. Within a partition blocks are
+order (facts, recall, recent), to those still short of room. The system prompt and the
+input are always kept and counted, even past the budget. Within a partition blocks are
 fitted in the order given by ``fit_in_order``: a block that does not fit is left out and
 the next one tried, or, for a partition fitted as a run (``runs``), the run ends there. A
 block whose text a kept block of a more lasting partition holds word for word (spacing
-aside) is left out as a duplicate.
+aside) is left out as a duplicate (history entries never are: they are the conversation).
 
 A block may name ``groups`` that cost tokens once, with the first kept block of the group
 (the framing of a message, the heading of a section): ``overheads`` gives their costs and
@@ -44,6 +45,12 @@ __all__ = [
 ]
 
 DropReason = Literal["budget", "duplicate", "not-selected", "oversized"]
+# Sent whole (the system prompt) or always counted (the input), whatever the budget: they
+# take what they need and the others share what is left, if anything.
+ALWAYS_KEPT: frozenset[str] = frozenset({"system", "final"})
+# The history is the conversation itself: a message the system prompt happens to hold
+# ("yes") is not a duplicate.
+NEVER_DUPLICATE: frozenset[str] = frozenset({"system", "recent", "final"})
 _SPACE = re.compile(r"\s+")
 
 
@@ -106,7 +113,7 @@ class Fitted:
 
 def fit_in_order(
     blocks: Iterable[ContextBlock],
-    room: int,
+    room: float,
     *,
     run: bool = False,
     overheads: Mapping[str, int] | None = None,
@@ -202,7 +209,9 @@ class _Fitting:
         other._held = list(self._held)
         return other
 
-    def duplicate_check(self, name: PartitionName) -> Callable[[ContextBlock], bool]:
+    def duplicate_check(self, name: PartitionName) -> Callable[[ContextBlock], bool] | None:
+        if name in NEVER_DUPLICATE:
+            return None
         rank = LASTING_ORDER.index(name)
 
         def is_duplicate(block: ContextBlock) -> bool:
@@ -216,14 +225,17 @@ class _Fitting:
     def fit(
         self, name: PartitionName, blocks: Sequence[ContextBlock], room: int, *, run: bool
     ) -> Fitted:
-        fitted = fit_in_order(
-            blocks,
-            max(0, room),
-            run=run,
-            overheads=self.overheads,
-            opened=self.opened,
-            is_duplicate=self.duplicate_check(name),
-        )
+        if name in ALWAYS_KEPT:
+            fitted = fit_in_order(blocks, math.inf, overheads=self.overheads, opened=self.opened)
+        else:
+            fitted = fit_in_order(
+                blocks,
+                max(0, room),
+                run=run,
+                overheads=self.overheads,
+                opened=self.opened,
+                is_duplicate=self.duplicate_check(name),
+            )
         self.kept[name] = fitted.kept
         self.dropped.extend(fitted.dropped)
         if fitted.used:
@@ -293,7 +305,7 @@ class ContextAssembler:
         state = _Fitting(costs)
         remaining = budget
         for name in self._required():
-            fitted = state.fit(name, by_partition[name], remaining, run=name in as_run)
+            fitted = state.fit(name, by_partition[name], max(0, remaining), run=name in as_run)
             remaining -= fitted.used
         left = max(0, remaining)
         shared = self._shared()

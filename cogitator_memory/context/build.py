@@ -1,0 +1,490 @@
+"""One ``build()`` of a context builder: load each part, fit the partitions, lay out the
+messages. A part that fails to load is left out and reported with its source."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from cogitator_memory.compaction.history import COMPACTION, read_compacted_history
+from cogitator_memory.context.assembler import Assembly, ContextBlock, DroppedBlock
+from cogitator_memory.context.built import (
+    BuiltContext,
+    ContextBuildError,
+    ContextMetadata,
+    DroppedContext,
+    ErrorSource,
+)
+from cogitator_memory.context.history import (
+    entry_block,
+    mark_turn_ends,
+    summary_block,
+    trim_to_turn_start,
+)
+from cogitator_memory.context.relevance import (
+    SCORED_ENTRIES,
+    cosines_from_index,
+    cosines_in_process,
+)
+from cogitator_memory.context.semantic import search_results, semantic_blocks
+from cogitator_memory.context.turn_context import (
+    EARLIER_IN_CONVERSATION,
+    FROM_MEMORY,
+    GRAPH_CONTEXT,
+    KNOWN_FACTS,
+    OBSERVATIONS,
+    RELEVANT_CONTEXT,
+    format_turn_context,
+    line_tokens,
+    section_tokens,
+    turn_message_tokens,
+)
+from cogitator_memory.exceptions import EntryNotInThread, ThreadNotFound
+from cogitator_memory.threads.models import CONVERSATION_TYPES
+from cogitator_memory.tokens import MESSAGE_OVERHEAD, count_tokens
+
+if TYPE_CHECKING:
+    from cogitator_memory.context.builder import ContextBuilder
+    from cogitator_memory.scope import Scope
+    from cogitator_memory.threads.models import Entry
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ContextBuild"]
+
+T = TypeVar("T")
+SYSTEM_GROUP = "message:system"
+TURN_GROUP = "message:turn"
+PART_SEPARATOR = "\n\n"
+# The sections of the turn's memory context, in the order they are sent.
+TURN_SECTIONS = (
+    KNOWN_FACTS,
+    OBSERVATIONS,
+    RELEVANT_CONTEXT,
+    GRAPH_CONTEXT,
+    EARLIER_IN_CONVERSATION,
+    FROM_MEMORY,
+)
+# What a build never swallows: the caller's mistakes.
+ARGUMENT_ERRORS = (ThreadNotFound, EntryNotInThread)
+
+
+def section_group(heading: str) -> str:
+    return f"section:{heading}"
+
+
+def overheads() -> dict[str, int]:
+    costs = {SYSTEM_GROUP: MESSAGE_OVERHEAD, TURN_GROUP: turn_message_tokens()}
+    costs.update({section_group(heading): section_tokens(heading) for heading in TURN_SECTIONS})
+    return costs
+
+
+@dataclass
+class HistorySelection:
+    """The history blocks of a strategy, each partition's fitting mode, and the entries
+    it did not pick (left out as ``not-selected``)."""
+
+    blocks: list[ContextBlock] = field(default_factory=list)
+    run: bool = True
+    not_selected: list[Entry] = field(default_factory=list)
+
+
+class ContextBuild:
+    """The state of one build."""
+
+    def __init__(
+        self,
+        builder: ContextBuilder,
+        *,
+        thread_id: str,
+        agent_id: str,
+        user_id: str | None,
+        system_prompt: str | None,
+        pinned: list[str],
+        index: str | None,
+        brief: str | None,
+        current_input: str | None,
+        available: int,
+        leaf_id: str | None,
+        as_of: datetime,
+        time_zone: str,
+        access: Scope | None,
+    ) -> None:
+        self.builder = builder
+        self.config = builder.config
+        self.thread_id = thread_id
+        self.agent_id = agent_id
+        self.user_id = user_id
+        self.system_prompt = system_prompt if self.config.include_system_prompt else None
+        self.pinned = pinned
+        self.index = index
+        self.brief = brief
+        self.current_input = current_input
+        self.available = available
+        self.leaf_id = leaf_id
+        self.as_of = as_of
+        self.time_zone = time_zone
+        self.access = access
+        self.errors: list[ContextBuildError] = []
+        self.warnings: list[str] = []
+        self.summary: Entry | None = None
+        self.conversation: list[Entry] = []
+        self.semantic_hits: list[Any] = []
+        self.graph: Any = None
+
+    # --- parts that may fail ---------------------------------------------------------
+
+    def attempt(self, source: ErrorSource, load: Callable[[], T], default: T) -> T:
+        """``load()``, or ``default`` with the failure reported under ``source``."""
+        try:
+            return load()
+        except ARGUMENT_ERRORS:
+            raise
+        except Exception as exc:
+            logger.warning("Context of thread %s built without %s: %s", self.thread_id, source, exc)
+            self.errors.append(ContextBuildError(source, _describe(exc), exc))
+            return default
+
+    def load_history(self) -> None:
+        empty: list[Entry] = []
+        history = self.attempt(
+            "history",
+            lambda: read_compacted_history(self.thread_id, self.leaf_id, scope=self.access),
+            empty,
+        )
+        if history and history[0].type == COMPACTION:
+            self.summary = history[0]
+            history = history[1:]
+        self.conversation = [entry for entry in history if entry.type in CONVERSATION_TYPES]
+
+    # --- blocks -----------------------------------------------------------------------
+
+    def fixed_blocks(self) -> list[ContextBlock]:
+        """The system prompt, the input, pinned texts, the index, the summary, the brief."""
+        blocks: list[ContextBlock] = []
+        if self.system_prompt:
+            blocks.append(
+                ContextBlock(
+                    "system",
+                    self.system_prompt,
+                    count_tokens(self.system_prompt),
+                    source_id="system_prompt",
+                    groups=(SYSTEM_GROUP,),
+                )
+            )
+        if self.current_input:
+            blocks.append(
+                ContextBlock(
+                    "final",
+                    self.current_input,
+                    count_tokens(self.current_input),
+                    source_id="current_input",
+                )
+            )
+        for number, text in enumerate(self.pinned):
+            blocks.append(
+                ContextBlock(
+                    "pinned",
+                    text,
+                    count_tokens(PART_SEPARATOR + text),
+                    source_id=f"pinned:{number}",
+                    groups=(SYSTEM_GROUP,),
+                )
+            )
+        if self.index:
+            blocks.append(
+                ContextBlock(
+                    "index",
+                    self.index,
+                    count_tokens(PART_SEPARATOR + self.index),
+                    source_id="index",
+                    groups=(SYSTEM_GROUP,),
+                )
+            )
+        if self.summary is not None:
+            blocks.append(summary_block(self.summary))
+        if self.brief:
+            blocks.append(
+                ContextBlock(
+                    "brief",
+                    self.brief,
+                    line_tokens(self.brief + PART_SEPARATOR),
+                    source_id="brief",
+                    groups=(TURN_GROUP,),
+                )
+            )
+        return blocks
+
+    def semantic_context(self) -> list[ContextBlock]:
+        if not (self.config.include_semantic_context and self.current_input):
+            return []
+        service = self.builder.embedding_service()
+        if service is None:
+            return []
+        text = self.current_input
+        self.semantic_hits = self.attempt(
+            "semantic",
+            lambda: search_results(
+                text,
+                agent_id=self.agent_id,
+                service=service,
+                store=self.builder.store(),
+                access=self.access,
+            ),
+            [],
+        )
+        return semantic_blocks(self.semantic_hits)
+
+    def graph_context(self) -> list[ContextBlock]:
+        source = self.builder.deps.graph
+        if not self.config.include_graph_context or source is None:
+            return []
+        self.graph = self.attempt(
+            "graph",
+            lambda: source.graph_context(
+                agent_id=self.agent_id,
+                user_id=self.user_id,
+                input=self.current_input,
+                as_of=self.as_of,
+                access=self.access,
+            ),
+            None,
+        )
+        if self.graph is None:
+            return []
+        blocks = []
+        groups = (TURN_GROUP, section_group(GRAPH_CONTEXT))
+        for kind, lines in (("node", self.graph.nodes), ("edge", self.graph.edges)):
+            for line in lines:
+                rendered = f"- {line.text}"
+                blocks.append(
+                    ContextBlock(
+                        "recall",
+                        line.text,
+                        line_tokens(rendered),
+                        source_id=line.id,
+                        rendered=rendered,
+                        groups=groups,
+                        payload=(kind, line),
+                    )
+                )
+        return blocks
+
+    # --- strategies -------------------------------------------------------------------
+
+    def recent_history(self, entries: list[Entry] | None = None) -> HistorySelection:
+        """The newest entries as one unbroken run back from the newest."""
+        chosen = self.conversation if entries is None else entries
+        return HistorySelection(blocks=[entry_block(entry) for entry in reversed(chosen)])
+
+    def relevant_history(self) -> HistorySelection:
+        """The entries most similar to the input that fit, sent in conversation order;
+        the recent run without an input or when scoring fails."""
+        service = self.builder.embedding_service()
+        if not self.current_input or service is None or not self.conversation:
+            return self.recent_history()
+        text = self.current_input
+        if self.builder.uses_message_index():
+            candidates = self.conversation
+            scores = self.attempt(
+                "relevance",
+                lambda: cosines_from_index(
+                    text,
+                    self.thread_id,
+                    service=service,
+                    store=self.builder.store(),
+                    input_vectors=self.builder.input_vectors,
+                    limit=max(SCORED_ENTRIES, len(candidates)),
+                ),
+                None,
+            )
+        else:
+            candidates = self.conversation[-SCORED_ENTRIES:]
+            scores = self.attempt(
+                "relevance",
+                lambda: cosines_in_process(
+                    text,
+                    candidates,
+                    service=service,
+                    entry_vectors=self.builder.entry_vectors,
+                    input_vectors=self.builder.input_vectors,
+                ),
+                None,
+            )
+        if scores is None:
+            return self.recent_history()
+        position = {entry.pk: number for number, entry in enumerate(self.conversation)}
+        scored = [entry for entry in candidates if entry.pk in scores]
+        scored.sort(key=lambda entry: (scores[entry.pk], position[entry.pk]), reverse=True)
+        picked = {entry.pk for entry in scored}
+        return HistorySelection(
+            blocks=[entry_block(entry) for entry in scored],
+            run=False,
+            not_selected=[entry for entry in self.conversation if entry.pk not in picked],
+        )
+
+    def select_history(self) -> HistorySelection:
+        if self.config.strategy == "relevant":
+            return self.relevant_history()
+        return self.recent_history()
+
+    # --- the build --------------------------------------------------------------------
+
+    def build(self) -> BuiltContext:
+        self.load_history()
+        selection = self.select_history()
+        blocks = [
+            *self.fixed_blocks(),
+            *self.semantic_context(),
+            *self.graph_context(),
+            *selection.blocks,
+        ]
+        assembly = self.builder.assembler.assemble(
+            self.available,
+            blocks,
+            runs={"recent"} if selection.run else (),
+            overheads=overheads(),
+        )
+        self.check_system_prompt(assembly)
+        return self.result(assembly, selection)
+
+    def check_system_prompt(self, assembly: Assembly) -> None:
+        system = assembly.tokens.get("system", 0)
+        if system > self.available:
+            self.warnings.append(
+                f"The system prompt takes {system} tokens, more than the {self.available} "
+                "the budget leaves (max_tokens - reserve_tokens); it is sent whole."
+            )
+
+    def history_kept(
+        self, assembly: Assembly, selection: HistorySelection
+    ) -> tuple[list[ContextBlock], list[DroppedBlock]]:
+        """The history blocks kept, oldest first, and those a reply's start trimmed."""
+        kept = sorted(assembly.kept["recent"], key=lambda block: block.payload[0].seq)
+        if not selection.run:
+            return kept, []
+        entries = [block.payload[0] for block in kept]
+        _, trimmed = trim_to_turn_start(entries, self.conversation)
+        if not trimmed:
+            return kept, []
+        gone = {entry.pk for entry in trimmed}
+        dropped = [
+            DroppedBlock("recent", "budget", block.tokens, block.source_id, block)
+            for block in kept
+            if block.source_id in gone
+        ]
+        assembly.tokens["recent"] = assembly.tokens.get("recent", 0) - sum(
+            block.tokens for block in kept if block.source_id in gone
+        )
+        if not assembly.tokens["recent"]:
+            del assembly.tokens["recent"]
+        return [block for block in kept if block.source_id not in gone], dropped
+
+    def result(self, assembly: Assembly, selection: HistorySelection) -> BuiltContext:
+        history, trimmed = self.history_kept(assembly, selection)
+        dropped_blocks = [*assembly.dropped, *trimmed]
+        dropped_blocks += [
+            DroppedBlock("recent", "not-selected", block.tokens, block.source_id, block)
+            for block in (entry_block(entry, with_note=False) for entry in selection.not_selected)
+        ]
+        messages = self.messages(assembly, history)
+        memory_context = self.memory_context(assembly)
+        if memory_context:
+            messages.append({"role": "user", "content": memory_context})
+
+        sent = {block.source_id for block in history}
+        left_out = [entry for entry in self.conversation if entry.pk not in sent]
+        semantic_kept = [block.payload for block in assembly.kept["recall"] if _is_hit(block)]
+        kept_hits = {id(hit) for hit in semantic_kept}
+        graph_kept = [block.payload for block in assembly.kept["recall"] if _is_graph(block)]
+        graph_nodes_kept = {id(line) for kind, line in graph_kept if kind == "node"}
+        partitions: dict[str, int] = {
+            name: tokens for name, tokens in assembly.tokens.items() if tokens
+        }
+        return BuiltContext(
+            messages=messages,
+            memory_context=memory_context or None,
+            partitions=partitions,
+            facts=[],
+            semantic_results=semantic_kept,
+            recalled=None,
+            token_count=sum(partitions.values()) - partitions.get("final", 0),
+            truncated=bool(left_out)
+            or any(d.partition == "recent" and d.reason == "oversized" for d in dropped_blocks),
+            dropped=DroppedContext(
+                entries=left_out,
+                facts=[],
+                semantic_results=[hit for hit in self.semantic_hits if id(hit) not in kept_hits],
+                graph_nodes=[
+                    line.payload if line.payload is not None else line
+                    for line in (self.graph.nodes if self.graph is not None else ())
+                    if id(line) not in graph_nodes_kept
+                ],
+                token_count=sum(block.tokens for block in dropped_blocks),
+                blocks=dropped_blocks,
+            ),
+            errors=self.errors,
+            warnings=self.warnings,
+            metadata=ContextMetadata(
+                original_message_count=len(self.conversation),
+                included_message_count=len(history),
+                facts_included=0,
+                semantic_results_included=len(semantic_kept),
+                graph_nodes_included=len(graph_nodes_kept),
+                graph_edges_included=sum(1 for kind, _ in graph_kept if kind == "edge"),
+            ),
+            graph_context=self.graph,
+        )
+
+    def messages(self, assembly: Assembly, history: list[ContextBlock]) -> list[dict[str, Any]]:
+        """The system message, then the summary and the history with their breakpoints."""
+        messages: list[dict[str, Any]] = []
+        system_parts = [*assembly.texts("system"), *assembly.texts("pinned")]
+        system_parts += assembly.texts("index")
+        if system_parts:
+            messages.append({"role": "system", "content": PART_SEPARATOR.join(system_parts)})
+        conversation: list[dict[str, Any]] = []
+        entries: list[Any] = []
+        for block in assembly.kept["summaries"]:
+            conversation.append(dict(block.payload[1]))
+            entries.append(None)
+        for block in history:
+            conversation.append(dict(block.payload[1]))
+            entries.append(block.payload[0])
+        mark_turn_ends(conversation, entries)
+        return messages + conversation
+
+    def memory_context(self, assembly: Assembly) -> str:
+        """The brief and the turn's sections, in their order, as one block."""
+        sections: dict[str, list[str]] = {heading: [] for heading in TURN_SECTIONS}
+        for partition in ("facts", "recall"):
+            for block in assembly.kept[partition]:
+                heading = _heading(block)
+                if heading is not None:
+                    sections[heading].append(block.sent)
+        texts = [*assembly.texts("brief")]
+        texts += [heading + "\n" + "\n".join(lines) for heading, lines in sections.items() if lines]
+        return format_turn_context(texts)
+
+
+def _heading(block: ContextBlock) -> str | None:
+    for group in block.groups:
+        if group.startswith("section:"):
+            return group.removeprefix("section:")
+    return None
+
+
+def _is_hit(block: ContextBlock) -> bool:
+    return _heading(block) == RELEVANT_CONTEXT
+
+
+def _is_graph(block: ContextBlock) -> bool:
+    return _heading(block) == GRAPH_CONTEXT
+
+
+def _describe(exc: BaseException) -> str:
+    message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {message}"

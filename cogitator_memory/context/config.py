@@ -1,0 +1,133 @@
+"""How a context builder is set up: ``ContextBuilderConfig`` (what to build) and
+``ContextBuilderDeps`` (what to build it from)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django.utils import timezone
+
+from cogitator_memory.exceptions import InvalidContextConfig
+
+if TYPE_CHECKING:
+    from cogitator_memory.context.seams import GraphContextSource, ObservationSource, Retriever
+    from cogitator_memory.embeddings.services import EmbeddingService
+    from cogitator_memory.embeddings.types import EmbeddingStore
+    from cogitator_memory.items.services import MemoryItems
+
+__all__ = [
+    "MIN_RESERVE_TOKENS",
+    "RESERVE_SHARE",
+    "STRATEGIES",
+    "ContextBuilderConfig",
+    "ContextBuilderDeps",
+    "Strategy",
+    "check_budget",
+    "check_time_zone",
+    "default_reserve",
+]
+
+Strategy = Literal["recent", "relevant", "hybrid"]
+STRATEGIES: tuple[Strategy, ...] = ("recent", "relevant", "hybrid")
+# reserve_tokens by default: this share of the budget, and never less than the minimum.
+RESERVE_SHARE = 0.1
+MIN_RESERVE_TOKENS = 100
+
+
+def check_time_zone(value: Any, *, field: str = "time_zone") -> str:
+    """``value`` when it names an IANA zone; ``InvalidContextConfig`` otherwise."""
+    if isinstance(value, str) and value and "\x00" not in value:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            pass
+        else:
+            return value
+    raise InvalidContextConfig({field: f"Unknown time zone {value!r}; give an IANA zone."})
+
+
+def check_budget(value: Any, *, field: str, minimum: int = 0) -> int | None:
+    """A number of tokens (whole, at least ``minimum``) or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidContextConfig(
+            {field: f"A number of tokens is a whole number of {minimum} or more, not {value!r}."}
+        )
+    return value
+
+
+def default_reserve(budget: int) -> int:
+    """10 % of the budget, at least 100 tokens."""
+    return max(MIN_RESERVE_TOKENS, math.ceil(budget * RESERVE_SHARE))
+
+
+@dataclass(frozen=True)
+class ContextBuilderConfig:
+    """What a context builder builds.
+
+    ``max_tokens``: the budget (without it, every ``build()`` passes one).
+    ``reserve_tokens``: kept free for the answer, 10 % of the budget (at least 100) by
+    default. ``strategy``: ``recent``, ``relevant`` or ``hybrid``. ``partitions``: shares
+    merged over ``DEFAULT_PARTITIONS``. ``time_zone``: the IANA zone of recalled dates and
+    of the time a turn names. Raises ``InvalidContextConfig`` for any value that cannot
+    work.
+    """
+
+    max_tokens: int | None = None
+    reserve_tokens: int | None = None
+    strategy: Strategy = "recent"
+    include_system_prompt: bool = True
+    include_facts: bool = False
+    include_semantic_context: bool = False
+    include_graph_context: bool = False
+    partitions: Mapping[str, Any] = field(default_factory=dict)
+    time_zone: str = "UTC"
+
+    def __post_init__(self) -> None:
+        check_budget(self.max_tokens, field="max_tokens", minimum=1)
+        check_budget(self.reserve_tokens, field="reserve_tokens")
+        if self.strategy not in STRATEGIES:
+            raise InvalidContextConfig(
+                {
+                    "strategy": f"Unknown strategy {self.strategy!r}; the strategies are "
+                    f"{list(STRATEGIES)}."
+                }
+            )
+        check_time_zone(self.time_zone)
+        for name in (
+            "include_system_prompt",
+            "include_facts",
+            "include_semantic_context",
+            "include_graph_context",
+        ):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidContextConfig({name: "True or False."})
+
+
+@dataclass
+class ContextBuilderDeps:
+    """What a context builder reads besides threads.
+
+    ``memory_items``: facts and recalled items (a ``MemoryItems`` by default).
+    ``embedding_service`` / ``store``: the configured ones when None. ``message_index``:
+    whether entries' vectors are kept in the store (True when an embedding provider is
+    configured, when None). ``retriever``: the recall search of hybrid (a
+    ``MemoryRetriever`` over the service, store and ``reranker`` when None). ``graph`` and
+    ``observations``: optional parts. ``clock``: "now" (tests pass their own).
+    """
+
+    memory_items: MemoryItems | None = None
+    embedding_service: EmbeddingService | None = None
+    store: EmbeddingStore | None = None
+    message_index: bool | None = None
+    retriever: Retriever | None = None
+    reranker: Any = None
+    graph: GraphContextSource | None = None
+    observations: ObservationSource | None = None
+    clock: Callable[[], datetime] = timezone.now

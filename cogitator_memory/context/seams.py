@@ -1,0 +1,96 @@
+"""What the context builder asks of parts it does not own: the recall search, the graph,
+observations of entities. Each is a protocol; the builder works without the part."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from cogitator_memory.items.models import MemoryItem
+    from cogitator_memory.items.scopes import MemoryScope
+    from cogitator_memory.scope import Scope
+    from cogitator_memory.search.retrieval_types import Retrieval
+    from cogitator_memory.threads.models import Entry
+
+__all__ = [
+    "GraphContext",
+    "GraphContextSource",
+    "GraphLine",
+    "Observation",
+    "ObservationSource",
+    "Retriever",
+]
+
+
+class Retriever(Protocol):
+    """The recall search of hybrid (``search/retriever.py`` ``MemoryRetriever``): turns and
+    items for the input, best first."""
+
+    def retrieve(
+        self,
+        *,
+        input: str,
+        anchor: datetime,
+        time_zone: str = "UTC",
+        history: Sequence[Entry] = (),
+        thread_id: str | None = None,
+        before_seq: int | None = None,
+        held: Sequence[str] = (),
+        cosines: dict[str, float] | None = None,
+        items: Sequence[MemoryItem] | None = None,
+        scope: MemoryScope | None = None,
+        item_cosines: dict[str, float] | None = None,
+        access: Scope | None = None,
+        limit: int = 20,
+    ) -> Retrieval: ...
+
+
+@dataclass(frozen=True)
+class GraphLine:
+    """A node or an edge of graph context as a line of text, with its id."""
+
+    id: str
+    text: str
+    payload: Any = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class GraphContext:
+    """The part of the knowledge graph a turn gets: nodes, then edges, as lines."""
+
+    nodes: Sequence[GraphLine] = ()
+    edges: Sequence[GraphLine] = ()
+
+
+class GraphContextSource(Protocol):
+    """Where graph context comes from (the knowledge graph fills it)."""
+
+    def graph_context(
+        self,
+        *,
+        agent_id: str,
+        user_id: str | None,
+        input: str | None,
+        as_of: datetime,
+        access: Scope | None,
+    ) -> GraphContext: ...
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a model made of the facts about an entity (``upkeep/observations.py``)."""
+
+    entity_id: str
+    name: str
+    text: str
+    aliases: Sequence[str] = ()
+    item_ids: Sequence[str] = ()
+
+
+class ObservationSource(Protocol):
+    """The observations a run of ``scope`` may read (the between-runs work fills it)."""
+
+    def read(self, scope: MemoryScope, *, access: Scope | None = None) -> Sequence[Observation]: ...
