@@ -19,6 +19,11 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from cogitator_memory.items.querysets import EntityQuerySet, EvidenceQuerySet, ItemQuerySet
+
+# Run statuses are shared by every job of record; imported from here before they were.
+from cogitator_memory.jobs import OPEN_RUN_STATUSES as OPEN_RUN_STATUSES
+from cogitator_memory.jobs import JobRun, run_constraints
+from cogitator_memory.jobs import RunStatus as RunStatus
 from cogitator_memory.scope import USER_ID_MAX_LENGTH
 
 SCOPE_ID_MAX_LENGTH = 255
@@ -325,18 +330,7 @@ def new_extraction_run_id() -> str:
     return f"extr_{uuid.uuid4().hex}"
 
 
-class RunStatus(models.TextChoices):
-    QUEUED = "queued", _("queued")
-    RUNNING = "running", _("running")
-    DONE = "done", _("done")
-    FAILED = "failed", _("failed")
-
-
-# A thread has at most one run of these at a time: a second request joins it.
-OPEN_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING)
-
-
-class ExtractionRun(models.Model):
+class ExtractionRun(JobRun):
     """One extraction of a thread asked for through the API: the job of record a client
     polls. Its id is the Celery task's id; the task keeps status, progress (windows done
     of windows to read) and what the run did current, so the status does not depend on
@@ -345,48 +339,18 @@ class ExtractionRun(models.Model):
     id = models.CharField(
         _("id"), primary_key=True, max_length=64, default=new_extraction_run_id, editable=False
     )
-    thread = models.ForeignKey(
-        "cogitator_memory.Thread",
-        verbose_name=_("thread"),
-        on_delete=models.CASCADE,
-        related_name="+",
-    )
-    status = models.CharField(
-        _("status"), max_length=8, choices=RunStatus.choices, default=RunStatus.QUEUED
-    )
     windows_done = models.PositiveIntegerField(_("windows done"), default=0)
     windows_total = models.PositiveIntegerField(_("windows to read"), null=True, blank=True)
     windows_skipped = models.PositiveIntegerField(_("windows read before"), default=0)
     calls = models.PositiveIntegerField(_("model calls"), default=0)
     items_written = models.PositiveIntegerField(_("items written"), default=0)
-    attempts = models.PositiveIntegerField(_("attempts"), default=0)
-    error = models.TextField(_("last error"), blank=True, default="")
-    created_at = models.DateTimeField(_("created at"), default=timezone.now, editable=False)
-    started_at = models.DateTimeField(_("started at"), null=True, blank=True)
-    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
-    # Touched by every step of the task: an open run silent for long is taken as lost.
-    updated_at = models.DateTimeField(_("updated at"), default=timezone.now, editable=False)
 
     class Meta:
         verbose_name = _("extraction run")
         verbose_name_plural = _("extraction runs")
-        constraints = [
-            models.CheckConstraint(
-                condition=models.Q(status__in=[choice.value for choice in RunStatus]),
-                name="cm_extraction_run_status_known",
-            ),
-            # The database, not a read-then-write, keeps a thread to one open run.
-            models.UniqueConstraint(
-                fields=["thread"],
-                condition=models.Q(status__in=[status.value for status in OPEN_RUN_STATUSES]),
-                name="cm_extraction_run_one_open",
-            ),
-        ]
+        constraints = run_constraints("cm_extraction_run")
         indexes = [
             models.Index(fields=["thread", "-created_at"], name="cm_extraction_run_thread"),
             # The admin's list, newest first.
             models.Index(fields=["-created_at", "-id"], name="cm_extraction_run_created"),
         ]
-
-    def __str__(self) -> str:
-        return f"{self.pk} ({self.status})"

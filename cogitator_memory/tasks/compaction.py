@@ -26,7 +26,7 @@ from cogitator_memory.compaction.services import (
     threshold_crossed,
 )
 from cogitator_memory.exceptions import CompactionStale, LLMError, ThreadNotFound
-from cogitator_memory.items.runs import public_error
+from cogitator_memory.jobs import public_error
 
 logger = logging.getLogger(__name__)
 

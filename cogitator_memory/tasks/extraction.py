@@ -17,8 +17,9 @@ from django.db import OperationalError
 
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import ExtractionAnswerError, LLMError, ThreadNotFound
-from cogitator_memory.items.runs import RunRecorder, public_error
+from cogitator_memory.items.runs import RunRecorder
 from cogitator_memory.items.thread_extraction import extract_thread
+from cogitator_memory.jobs import public_error
 
 logger = logging.getLogger(__name__)
 

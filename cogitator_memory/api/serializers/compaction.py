@@ -9,7 +9,7 @@ from rest_framework import serializers
 from cogitator_memory.api.serializers.entries import EntrySerializer
 from cogitator_memory.api.serializers.threads import entry_id_field
 from cogitator_memory.compaction.models import CompactionRun
-from cogitator_memory.items.models import RunStatus
+from cogitator_memory.jobs import RunStatus
 
 _DATETIME = serializers.DateTimeField()
 

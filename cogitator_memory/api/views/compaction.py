@@ -7,10 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.reverse import reverse
 
 from cogitator_memory.api.serializers.compaction import (
     CompactedHistoryQuerySerializer,
@@ -20,7 +18,9 @@ from cogitator_memory.api.serializers.compaction import (
 from cogitator_memory.api.serializers.entries import EntrySerializer
 from cogitator_memory.api.serializers.errors import ErrorSerializer
 from cogitator_memory.api.views.base import COMMON_ERRORS, ERROR_400, ERROR_404, MemoryAPIView
+from cogitator_memory.api.views.runs import RequestRunView, RunStatusView
 from cogitator_memory.compaction.history import read_compacted_history
+from cogitator_memory.compaction.models import CompactionRun
 from cogitator_memory.compaction.runs import get_compaction_run, request_compaction
 
 ERROR_409_NO_MODEL = OpenApiResponse(
@@ -46,17 +46,13 @@ ERROR_409_NO_MODEL = OpenApiResponse(
         },
     ),
 )
-class ThreadCompactView(MemoryAPIView):
+class ThreadCompactView(RequestRunView):
     serializer_class = CompactionRunSerializer
+    run_url_name = "cogitator_memory_api:compaction-run"
 
-    def post(self, request: Request, thread_id: str) -> Response:
+    def request_run(self, thread_id: str) -> CompactionRun:
         run, _created = request_compaction(thread_id, scope=self.scope)
-        location = reverse("cogitator_memory_api:compaction-run", args=[run.pk], request=request)
-        return Response(
-            CompactionRunSerializer(run).data,
-            status=status.HTTP_202_ACCEPTED,
-            headers={"Location": location},
-        )
+        return run
 
 
 @extend_schema_view(
@@ -66,12 +62,11 @@ class ThreadCompactView(MemoryAPIView):
         responses={200: CompactionRunSerializer, 404: ERROR_404, **COMMON_ERRORS},
     ),
 )
-class CompactionRunView(MemoryAPIView):
+class CompactionRunView(RunStatusView):
     serializer_class = CompactionRunSerializer
 
-    def get(self, request: Request, run_id: str) -> Response:
-        run = get_compaction_run(run_id, scope=self.scope)
-        return Response(CompactionRunSerializer(run).data)
+    def get_run(self, run_id: str) -> CompactionRun:
+        return get_compaction_run(run_id, scope=self.scope)
 
 
 @extend_schema_view(

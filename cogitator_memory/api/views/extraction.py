@@ -4,14 +4,12 @@ in the background (202, the run to poll), ``GET`` on the run tells its status.""
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import status
-from rest_framework.request import Request
-from rest_framework.response import Response
-from rest_framework.reverse import reverse
 
 from cogitator_memory.api.serializers.errors import ErrorSerializer
 from cogitator_memory.api.serializers.items import ExtractionRunSerializer
-from cogitator_memory.api.views.base import COMMON_ERRORS, ERROR_404, MemoryAPIView
+from cogitator_memory.api.views.base import COMMON_ERRORS, ERROR_404
+from cogitator_memory.api.views.runs import RequestRunView, RunStatusView
+from cogitator_memory.items.models import ExtractionRun
 from cogitator_memory.items.runs import get_run, request_extraction
 
 ERROR_409_NO_MODEL = OpenApiResponse(
@@ -37,17 +35,13 @@ ERROR_409_NO_MODEL = OpenApiResponse(
         },
     ),
 )
-class ThreadExtractView(MemoryAPIView):
+class ThreadExtractView(RequestRunView):
     serializer_class = ExtractionRunSerializer
+    run_url_name = "cogitator_memory_api:extraction-run"
 
-    def post(self, request: Request, thread_id: str) -> Response:
+    def request_run(self, thread_id: str) -> ExtractionRun:
         run, _created = request_extraction(thread_id, scope=self.scope)
-        location = reverse("cogitator_memory_api:extraction-run", args=[run.pk], request=request)
-        return Response(
-            ExtractionRunSerializer(run).data,
-            status=status.HTTP_202_ACCEPTED,
-            headers={"Location": location},
-        )
+        return run
 
 
 @extend_schema_view(
@@ -57,8 +51,8 @@ class ThreadExtractView(MemoryAPIView):
         responses={200: ExtractionRunSerializer, 404: ERROR_404, **COMMON_ERRORS},
     ),
 )
-class ExtractionRunView(MemoryAPIView):
+class ExtractionRunView(RunStatusView):
     serializer_class = ExtractionRunSerializer
 
-    def get(self, request: Request, run_id: str) -> Response:
-        return Response(ExtractionRunSerializer(get_run(run_id, scope=self.scope)).data)
+    def get_run(self, run_id: str) -> ExtractionRun:
+        return get_run(run_id, scope=self.scope)
