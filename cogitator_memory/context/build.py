@@ -4,7 +4,7 @@ messages. A part that fails to load is left out and reported with its source."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -18,6 +18,12 @@ from cogitator_memory.context.built import (
     DroppedContext,
     ErrorSource,
 )
+from cogitator_memory.context.facts import (
+    fact_blocks,
+    observation_blocks,
+    observations_for_turn,
+    read_facts,
+)
 from cogitator_memory.context.history import (
     entry_block,
     mark_turn_ends,
@@ -29,6 +35,7 @@ from cogitator_memory.context.relevance import (
     cosines_from_index,
     cosines_in_process,
 )
+from cogitator_memory.context.retrieval_counts import note_retrieved_later
 from cogitator_memory.context.semantic import search_results, semantic_blocks
 from cogitator_memory.context.turn_context import (
     EARLIER_IN_CONVERSATION,
@@ -43,11 +50,14 @@ from cogitator_memory.context.turn_context import (
     turn_message_tokens,
 )
 from cogitator_memory.exceptions import EntryNotInThread, ThreadNotFound
+from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.threads.models import CONVERSATION_TYPES
 from cogitator_memory.tokens import MESSAGE_OVERHEAD, count_tokens
 
 if TYPE_CHECKING:
     from cogitator_memory.context.builder import ContextBuilder
+    from cogitator_memory.context.seams import Observation
+    from cogitator_memory.items.models import MemoryItem
     from cogitator_memory.scope import Scope
     from cogitator_memory.threads.models import Entry
 
@@ -134,6 +144,9 @@ class ContextBuild:
         self.conversation: list[Entry] = []
         self.semantic_hits: list[Any] = []
         self.graph: Any = None
+        self.fact_items: list[MemoryItem] = []
+        # Raises InvalidInput for ids that cannot name a scope.
+        self.memory_scope = MemoryScope(agent_id, user_id=user_id, thread_id=thread_id)
 
     # --- parts that may fail ---------------------------------------------------------
 
@@ -217,6 +230,33 @@ class ContextBuild:
                 )
             )
         return blocks
+
+    def facts(self) -> list[ContextBlock]:
+        """The facts the run sees at ``as_of``."""
+        if not self.config.include_facts:
+            return []
+        items = self.builder.memory_items()
+        nothing: tuple[list[MemoryItem], dict[str, str]] = ([], {})
+        facts, previous = self.attempt(
+            "facts",
+            lambda: read_facts(items, self.memory_scope, as_of=self.as_of, access=self.access),
+            nothing,
+        )
+        self.fact_items = facts
+        return fact_blocks(facts, previous)
+
+    def observations(self, recalled_item_ids: Sequence[str] = ()) -> list[ContextBlock]:
+        """Up to three observations of the entities the turn names or recalls."""
+        source = self.builder.deps.observations
+        if source is None:
+            return []
+        none_found: list[Observation] = []
+        found = self.attempt(
+            "facts", lambda: list(source.read(self.memory_scope, access=self.access)), none_found
+        )
+        return observation_blocks(
+            observations_for_turn(found, self.current_input, recalled_item_ids)
+        )
 
     def semantic_context(self) -> list[ContextBlock]:
         if not (self.config.include_semantic_context and self.current_input):
@@ -338,6 +378,8 @@ class ContextBuild:
         selection = self.select_history()
         blocks = [
             *self.fixed_blocks(),
+            *self.facts(),
+            *self.observations(),
             *self.semantic_context(),
             *self.graph_context(),
             *selection.blocks,
@@ -401,6 +443,9 @@ class ContextBuild:
         kept_hits = {id(hit) for hit in semantic_kept}
         graph_kept = [block.payload for block in assembly.kept["recall"] if _is_graph(block)]
         graph_nodes_kept = {id(line) for kind, line in graph_kept if kind == "node"}
+        facts_kept = [block.payload for block in assembly.kept["facts"] if _is_fact(block)]
+        kept_fact_ids = {item.pk for item in facts_kept}
+        note_retrieved_later([item.pk for item in facts_kept], self.builder.deps.clock())
         partitions: dict[str, int] = {
             name: tokens for name, tokens in assembly.tokens.items() if tokens
         }
@@ -408,7 +453,7 @@ class ContextBuild:
             messages=messages,
             memory_context=memory_context or None,
             partitions=partitions,
-            facts=[],
+            facts=facts_kept,
             semantic_results=semantic_kept,
             recalled=None,
             token_count=sum(partitions.values()) - partitions.get("final", 0),
@@ -416,7 +461,7 @@ class ContextBuild:
             or any(d.partition == "recent" and d.reason == "oversized" for d in dropped_blocks),
             dropped=DroppedContext(
                 entries=left_out,
-                facts=[],
+                facts=[item for item in self.fact_items if item.pk not in kept_fact_ids],
                 semantic_results=[hit for hit in self.semantic_hits if id(hit) not in kept_hits],
                 graph_nodes=[
                     line.payload if line.payload is not None else line
@@ -431,7 +476,7 @@ class ContextBuild:
             metadata=ContextMetadata(
                 original_message_count=len(self.conversation),
                 included_message_count=len(history),
-                facts_included=0,
+                facts_included=len(facts_kept),
                 semantic_results_included=len(semantic_kept),
                 graph_nodes_included=len(graph_nodes_kept),
                 graph_edges_included=sum(1 for kind, _ in graph_kept if kind == "edge"),
@@ -475,6 +520,10 @@ def _heading(block: ContextBlock) -> str | None:
         if group.startswith("section:"):
             return group.removeprefix("section:")
     return None
+
+
+def _is_fact(block: ContextBlock) -> bool:
+    return _heading(block) == KNOWN_FACTS
 
 
 def _is_hit(block: ContextBlock) -> bool:

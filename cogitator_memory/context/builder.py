@@ -35,6 +35,7 @@ from cogitator_memory.embeddings.message_index import message_index_enabled
 from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.embeddings.services import EmbeddingService, get_embedding_service
 from cogitator_memory.exceptions import InvalidContextConfig
+from cogitator_memory.items.services import MemoryItems
 
 if TYPE_CHECKING:
     from cogitator_memory.context.built import BuiltContext
@@ -83,6 +84,11 @@ class ContextBuilder:
                     "COGITATOR_MEMORY['EMBEDDINGS']['PROVIDER'] or pass embedding_service."
                 }
             )
+
+    def memory_items(self) -> MemoryItems:
+        if self.deps.memory_items is None:
+            self.deps.memory_items = MemoryItems(clock=self.deps.clock)
+        return self.deps.memory_items
 
     def embedding_service(self) -> EmbeddingService | None:
         if self.deps.embedding_service is not None:

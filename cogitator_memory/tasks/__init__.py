@@ -1,4 +1,4 @@
 """Celery tasks of the app. Importing each module here lets a project's
 ``app.autodiscover_tasks()`` (which imports ``cogitator_memory.tasks``) register them."""
 
-from cogitator_memory.tasks import compaction, embeddings, extraction, sweeper  # noqa: F401
+from cogitator_memory.tasks import compaction, context, embeddings, extraction, sweeper  # noqa: F401
