@@ -11,6 +11,7 @@ from cogitator_memory.items.models import (
     ExtractionWindow,
     MemoryItem,
 )
+from cogitator_memory.keywords.models import KeywordCorpus, KeywordPosting, KeywordTerm
 from cogitator_memory.outbox.models import OutboxMessage
 from cogitator_memory.sessions.models import ChannelSession, SessionStatus
 from cogitator_memory.threads.models import Entry, EntryType, Role, Thread
@@ -26,6 +27,9 @@ __all__ = [
     "ExtractionRun",
     "ExtractionWindow",
     "Grant",
+    "KeywordCorpus",
+    "KeywordPosting",
+    "KeywordTerm",
     "MemoryFileHead",
     "MemoryFileVersion",
     "MemoryItem",

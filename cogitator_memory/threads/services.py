@@ -32,6 +32,7 @@ from cogitator_memory.exceptions import (
     ThreadNotFound,
 )
 from cogitator_memory.jsondata import storable_text
+from cogitator_memory.keywords.entries import index_entries
 from cogitator_memory.scope import Scope, thread_owner
 from cogitator_memory.threads.branches import checkout, fork_thread, rewind
 from cogitator_memory.threads.entry_sql import (
@@ -313,6 +314,7 @@ def add_entry(
             created_at=created_at or timezone.now(),
         )
         insert_entry(connection, cursor, sql, entry, activate=activate)
+    index_entries([entry])
     transaction.on_commit(lambda: signals.entry_added.send(sender=Entry, entry=entry))
     return entry
 

@@ -26,10 +26,14 @@ from cogitator_memory.embeddings.types import (
 )
 from cogitator_memory.exceptions import InvalidInput
 from cogitator_memory.jsondata import filter_json_values, json_problem
+from cogitator_memory.keywords.models import DocumentKind
+from cogitator_memory.keywords.postings import IndexedDocument, keyword_index
 
 # Sources per DELETE when adding replaces what was stored; keeps each statement's
 # parameter count well under SQLite's limit.
 REPLACE_CHUNK_SIZE = 200
+# Rows per DELETE (and per read of their keyword postings) when rows go.
+DELETE_CHUNK_SIZE = 1000
 # Rows per UPDATE when a thread's owner changes.
 OWNER_BATCH_SIZE = 500
 
@@ -72,20 +76,56 @@ def stored(row: Embedding, *, with_vector: bool = False) -> StoredEmbedding:
     )
 
 
+def filter_columns_q(filter: EmbeddingFilter) -> Q:
+    """A filter's condition on the columns ``Embedding`` shares with the keyword index's
+    corpora (agent, thread, user, source type, index); its metadata aside."""
+    condition = Q()
+    if filter.agent_id is not None:
+        condition &= Q(agent_id=filter.agent_id) | Q(agent_id__isnull=True)
+    if filter.thread_id is not None:
+        condition &= Q(thread_id=filter.thread_id) | Q(thread_id__isnull=True)
+    if filter.user_id is not None:
+        condition &= Q(user_id=filter.user_id) | Q(user_id__isnull=True)
+    if filter.source_type is not None:
+        condition &= Q(source_type=filter.source_type)
+    if filter.index is not None:
+        condition &= Q(index_name=filter.index)
+    return condition
+
+
 def filtered(queryset: EmbeddingQuerySet, filter: EmbeddingFilter | None) -> EmbeddingQuerySet:
     """Apply a filter: agent and thread also admit rows of no agent / thread."""
     if filter is None:
         return queryset
-    queryset = queryset.visible_to_agent(filter.agent_id).in_thread(filter.thread_id)
-    if filter.user_id is not None:
-        queryset = queryset.filter(Q(user_id=filter.user_id) | Q(user_id__isnull=True))
-    if filter.source_type is not None:
-        queryset = queryset.filter(source_type=filter.source_type)
-    if filter.index is not None:
-        queryset = queryset.filter(index_name=filter.index)
+    queryset = queryset.filter(filter_columns_q(filter))
     if filter.metadata:
         queryset = filter_json_values(queryset, "metadata", filter.metadata, error_field="filter")
     return queryset
+
+
+def _keyword_document(row: Embedding) -> IndexedDocument:
+    return IndexedDocument(
+        document_id=row.pk,
+        text=row.content,
+        thread_id=row.thread_id,
+        agent_id=row.agent_id,
+        user_id=row.user_id,
+        source_type=row.source_type,
+        index_name=row.index_name,
+    )
+
+
+def _delete_rows(rows: EmbeddingQuerySet) -> int:
+    """Delete these rows and their keyword postings; the number deleted."""
+    ids = list(rows.values_list("pk", flat=True))
+    if not ids:
+        return 0
+    keyword_index.remove(DocumentKind.EMBEDDING, ids)
+    deleted = 0
+    for start in range(0, len(ids), DELETE_CHUNK_SIZE):
+        count, _ = Embedding.objects.filter(pk__in=ids[start : start + DELETE_CHUNK_SIZE]).delete()
+        deleted += count
+    return deleted
 
 
 class DatabaseEmbeddingStore:
@@ -141,8 +181,9 @@ class DatabaseEmbeddingStore:
                     source_id=row.source_id,
                     index_name=row.index_name,
                 )
-            Embedding.objects.filter(same_source).delete()
+            _delete_rows(Embedding.objects.filter(same_source))
         Embedding.objects.bulk_create(rows, batch_size=500)
+        keyword_index.add(DocumentKind.EMBEDDING, [_keyword_document(row) for row in rows])
         self.after_write(rows)
         return [stored(row) for row in rows]
 
@@ -155,14 +196,15 @@ class DatabaseEmbeddingStore:
         rows = filtered(Embedding.objects.of_sources(list(source_ids)), filter)
         return [stored(row, with_vector=True) for row in rows.order_by("source_id", "id")]
 
+    @transaction.atomic
     def delete(self, ids: Sequence[str]) -> int:
-        deleted, _ = Embedding.objects.filter(pk__in=list(ids)).delete()
-        return deleted
+        return _delete_rows(Embedding.objects.filter(pk__in=list(ids)))
 
+    @transaction.atomic
     def delete_by_sources(self, source_ids: Sequence[str]) -> int:
-        deleted, _ = Embedding.objects.of_sources(list(source_ids)).delete()
-        return deleted
+        return _delete_rows(Embedding.objects.of_sources(list(source_ids)))
 
+    @transaction.atomic
     def delete_by_filter(self, filter: EmbeddingFilter) -> int:
         """Delete what the filter matches exactly: unlike a search, a filter on agent or
         thread does not reach the shared rows of no agent or thread."""
@@ -180,9 +222,9 @@ class DatabaseEmbeddingStore:
                 source_type=filter.source_type, index=filter.index, metadata=filter.metadata
             ),
         )
-        deleted, _ = queryset.delete()
-        return deleted
+        return _delete_rows(queryset)
 
+    @transaction.atomic
     def set_owner(self, thread_id: str, user_id: str | None) -> int:
         """Give the thread's embeddings its new user, in the column and the metadata."""
         changed = 0
@@ -201,6 +243,7 @@ class DatabaseEmbeddingStore:
                 batch = []
         if batch:
             changed += Embedding.objects.bulk_update(batch, ["metadata", "user_id"])
+        keyword_index.move_thread_user(DocumentKind.EMBEDDING, thread_id, user_id)
         return changed
 
     def iter_source_ids(

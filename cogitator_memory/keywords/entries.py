@@ -1,0 +1,47 @@
+"""The keyword index of conversation entries: a thread's messages and tool results that
+are not redacted, by their text (``threads/text.py``).
+
+``threads/services.py`` and ``threads/branches.py`` index entries in the transaction
+that writes them; ``EntryKeywords``, a lineage dependent, takes them out in the
+transaction that deletes or redacts them (and clears or deletes their thread), so a
+gone or redacted entry is never found (``search/entry_keywords.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from cogitator_memory.keywords.models import DocumentKind
+from cogitator_memory.keywords.postings import IndexedDocument, keyword_index
+from cogitator_memory.threads.models import CONVERSATION_TYPES, Entry
+from cogitator_memory.threads.text import entry_text
+
+__all__ = ["EntryKeywords", "entry_document", "index_entries"]
+
+
+def entry_document(entry: Entry) -> IndexedDocument | None:
+    """What the index keeps of an entry; None for an event or a redacted entry."""
+    if entry.type not in CONVERSATION_TYPES or entry.redaction is not None:
+        return None
+    return IndexedDocument(
+        document_id=entry.pk, text=entry_text(entry), thread_id=entry.thread_id, seq=entry.seq
+    )
+
+
+def index_entries(entries: Iterable[Entry]) -> None:
+    """Index new entries; call inside the transaction that inserts them."""
+    documents = [document for entry in entries if (document := entry_document(entry))]
+    if documents:
+        keyword_index.add(DocumentKind.ENTRY, documents)
+
+
+class EntryKeywords:
+    """Removes entries from the keyword index when they go or lose their text."""
+
+    name = "entry_keywords"
+
+    def forget_entries(self, entry_ids: Sequence[str]) -> None:
+        keyword_index.remove(DocumentKind.ENTRY, entry_ids)
+
+    def owner_changed(self, thread_id: str, agent_id: str, user_id: str | None) -> None:
+        """Entries are indexed per thread alone: nothing to change."""

@@ -1,0 +1,283 @@
+"""Writing the keyword index in the transaction that writes its source.
+
+A document (an embedding's content, or a conversation entry's text) is tokenized as
+keyword search tokenizes it (``search/tokenizer.py``: stems, stopwords left out). For
+each distinct token it gets a posting (document, term, count, document length), plus one
+posting of the empty term carrying its length. Its corpus (``KeywordCorpus``: the
+documents of one kind sharing thread, agent, user, source type and index) counts its
+documents and tokens, and ``KeywordTerm`` counts per corpus the documents holding each
+term. Removing a document subtracts what adding it added.
+
+The statistics stay exact under concurrent writers: every change is a relative
+increment (``documents = documents + n``) written by an upsert in the same transaction
+as the postings and the source row, so a rolled-back write takes its increments with
+it, and a committed one has added exactly its own. Writers of one corpus serialize on
+its row, which each locks first (corpora in the order of their keys, then terms in
+order), so two writers never wait on each other's term rows the other way round.
+
+``KeywordIndex`` takes the model classes, so the data migration that fills the index
+for rows written before it existed runs the same code with the historical models.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connections, router
+
+from cogitator_memory.keywords.models import (
+    MAX_TERM_LENGTH,
+    KeywordCorpus,
+    KeywordPosting,
+    KeywordTerm,
+)
+from cogitator_memory.search.tokenizer import tokenize
+
+__all__ = ["EMPTY_TERM", "IndexedDocument", "KeywordIndex", "corpus_key", "document_terms"]
+
+# The term of the posting every document has, whatever it holds.
+EMPTY_TERM = ""
+# Documents per round of statements; a round's upserts stay well under SQLite's
+# parameter limit.
+WRITE_CHUNK = 500
+# Rows per multi-row upsert (three or nine parameters each).
+UPSERT_CHUNK = 300
+
+
+@dataclass(frozen=True)
+class IndexedDocument:
+    """A document to index: its id, its text, and the columns searches filter on."""
+
+    document_id: str
+    text: str
+    thread_id: str | None = None
+    agent_id: str | None = None
+    user_id: str | None = None
+    source_type: str = ""
+    index_name: str = ""
+    seq: int | None = None
+
+    def corpus_columns(self) -> tuple[str | None, str | None, str | None, str, str]:
+        return (self.thread_id, self.agent_id, self.user_id, self.source_type, self.index_name)
+
+
+def document_terms(text: str) -> tuple[int, Counter[str]]:
+    """A text's length in tokens and its count of each token, as the index keeps them."""
+    tokens = [token[:MAX_TERM_LENGTH] for token in tokenize(text)]
+    return len(tokens), Counter(tokens)
+
+
+def corpus_key(
+    kind: str,
+    thread_id: str | None,
+    agent_id: str | None,
+    user_id: str | None,
+    source_type: str,
+    index_name: str,
+) -> str:
+    """The unique key of a corpus: a digest of its kind and columns (NULL kept apart
+    from an empty text, which a unique constraint over nullable columns would not)."""
+    columns = [kind, thread_id, agent_id, user_id, source_type, index_name]
+    return hashlib.sha256(json.dumps(columns).encode()).hexdigest()
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class KeywordIndex:
+    """Adds and removes documents of the keyword index (models given for migrations)."""
+
+    def __init__(
+        self,
+        corpus_model: Any = KeywordCorpus,
+        term_model: Any = KeywordTerm,
+        posting_model: Any = KeywordPosting,
+    ) -> None:
+        self.corpus_model = corpus_model
+        self.term_model = term_model
+        self.posting_model = posting_model
+
+    @property
+    def connection(self) -> Any:
+        return connections[router.db_for_write(self.posting_model)]
+
+    def _table(self, model: Any) -> str:
+        quoted: str = self.connection.ops.quote_name(model._meta.db_table)
+        return quoted
+
+    # --- statistics -----------------------------------------------------------------
+
+    def _bump_corpora(
+        self, kind: str, deltas: dict[tuple[Any, ...], tuple[int, int]]
+    ) -> dict[tuple[Any, ...], int]:
+        """Add (documents, tokens) to each corpus named by its columns, creating it;
+        returns the corpora's ids."""
+        table = self._table(self.corpus_model)
+        keyed = sorted(
+            ((corpus_key(kind, *columns), columns, delta) for columns, delta in deltas.items()),
+            key=lambda row: row[0],
+        )
+        ids: dict[tuple[Any, ...], int] = {}
+        with self.connection.cursor() as cursor:
+            for chunk in _chunks(keyed, UPSERT_CHUNK):
+                values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(chunk))
+                params: list[Any] = []
+                for key, columns, (documents, tokens) in chunk:
+                    params.extend([key, kind, *columns, documents, tokens])
+                cursor.execute(
+                    f"INSERT INTO {table} (key, kind, thread_id, agent_id, user_id, "
+                    f"source_type, index_name, documents, total_length) VALUES {values} "
+                    f"ON CONFLICT (key) DO UPDATE SET "
+                    f"documents = {table}.documents + excluded.documents, "
+                    f"total_length = {table}.total_length + excluded.total_length",
+                    params,
+                )
+            by_key = {key: columns for key, columns, _ in keyed}
+            for chunk in _chunks(list(by_key), UPSERT_CHUNK):
+                for corpus_id, key in self.corpus_model.objects.filter(key__in=chunk).values_list(
+                    "id", "key"
+                ):
+                    ids[by_key[key]] = corpus_id
+        return ids
+
+    def _bump_terms(self, deltas: dict[tuple[int, str], int]) -> None:
+        """Add to the documents counted per (corpus, term), creating the rows."""
+        table = self._table(self.term_model)
+        rows = sorted((corpus_id, term, n) for (corpus_id, term), n in deltas.items() if n)
+        with self.connection.cursor() as cursor:
+            for chunk in _chunks(rows, UPSERT_CHUNK):
+                values = ", ".join(["(%s, %s, %s)"] * len(chunk))
+                cursor.execute(
+                    f"INSERT INTO {table} (corpus_id, term, documents) VALUES {values} "
+                    f"ON CONFLICT (corpus_id, term) DO UPDATE SET "
+                    f"documents = {table}.documents + excluded.documents",
+                    [value for row in chunk for value in row],
+                )
+
+    # --- documents ------------------------------------------------------------------
+
+    def add(self, kind: str, documents: Sequence[IndexedDocument]) -> None:
+        """Index these documents (none of them indexed yet); call inside the transaction
+        that writes them."""
+        for chunk in _chunks(list(documents), WRITE_CHUNK):
+            self._add_chunk(kind, chunk)
+
+    def _add_chunk(self, kind: str, documents: Sequence[IndexedDocument]) -> None:
+        counted = [(document, *document_terms(document.text)) for document in documents]
+        corpus_deltas: dict[tuple[Any, ...], tuple[int, int]] = {}
+        for document, length, _ in counted:
+            columns = document.corpus_columns()
+            seen, tokens = corpus_deltas.get(columns, (0, 0))
+            corpus_deltas[columns] = (seen + 1, tokens + length)
+        corpus_ids = self._bump_corpora(kind, corpus_deltas)
+        term_deltas: dict[tuple[int, str], int] = defaultdict(int)
+        postings = []
+        for document, length, counts in counted:
+            corpus_id = corpus_ids[document.corpus_columns()]
+            postings.append(
+                self.posting_model(
+                    corpus_id=corpus_id,
+                    document_id=document.document_id,
+                    term=EMPTY_TERM,
+                    count=0,
+                    length=length,
+                    seq=document.seq,
+                )
+            )
+            for term, count in counts.items():
+                term_deltas[(corpus_id, term)] += 1
+                postings.append(
+                    self.posting_model(
+                        corpus_id=corpus_id,
+                        document_id=document.document_id,
+                        term=term,
+                        count=count,
+                        length=length,
+                        seq=document.seq,
+                    )
+                )
+        self._bump_terms(term_deltas)
+        self.posting_model.objects.bulk_create(postings, batch_size=WRITE_CHUNK)
+
+    def remove(self, kind: str, document_ids: Iterable[str]) -> int:
+        """Take these documents out of the index (ids not indexed are skipped); call
+        inside the transaction that deletes them or their text. Returns how many were
+        indexed."""
+        removed = 0
+        for chunk in _chunks(list(dict.fromkeys(document_ids)), WRITE_CHUNK):
+            removed += self._remove_chunk(kind, chunk)
+        return removed
+
+    def _remove_chunk(self, kind: str, document_ids: Sequence[str]) -> int:
+        rows = list(
+            self.posting_model.objects.filter(
+                document_id__in=document_ids, corpus__kind=kind
+            ).values_list("corpus_id", "term", "length")
+        )
+        if not rows:
+            return 0
+        corpus_deltas: dict[int, tuple[int, int]] = {}
+        term_deltas: dict[tuple[int, str], int] = defaultdict(int)
+        for corpus_id, term, length in rows:
+            if term == EMPTY_TERM:
+                documents, tokens = corpus_deltas.get(corpus_id, (0, 0))
+                corpus_deltas[corpus_id] = (documents - 1, tokens - length)
+            else:
+                term_deltas[(corpus_id, term)] -= 1
+        corpora = self.corpus_model.objects.filter(pk__in=list(corpus_deltas))
+        # The same lock order as adding: corpora by key, then terms.
+        table = self._table(self.corpus_model)
+        with self.connection.cursor() as cursor:
+            for corpus_id, _ in sorted(corpora.values_list("id", "key"), key=lambda row: row[1]):
+                documents, tokens = corpus_deltas[corpus_id]
+                cursor.execute(
+                    f"UPDATE {table} SET documents = documents + %s, "
+                    f"total_length = total_length + %s WHERE id = %s",
+                    [documents, tokens, corpus_id],
+                )
+        self._bump_terms(term_deltas)
+        self.posting_model.objects.filter(
+            document_id__in=document_ids, corpus_id__in=list(corpus_deltas)
+        ).delete()
+        return sum(-documents for documents, _ in corpus_deltas.values())
+
+    def move_thread_user(self, kind: str, thread_id: str, user_id: str | None) -> None:
+        """Give the corpora of a thread's documents a new user: each becomes (or joins)
+        the corpus of its columns with that user."""
+        corpora = list(self.corpus_model.objects.filter(kind=kind, thread_id=thread_id))
+        for corpus in sorted(corpora, key=lambda row: row.key):
+            if corpus.user_id == user_id:
+                continue
+            columns = (
+                corpus.thread_id,
+                corpus.agent_id,
+                user_id,
+                corpus.source_type,
+                corpus.index_name,
+            )
+            key = corpus_key(kind, *columns)
+            target = self.corpus_model.objects.filter(key=key).first()
+            if target is None:
+                self.corpus_model.objects.filter(pk=corpus.pk).update(user_id=user_id, key=key)
+                continue
+            # Both exist: move the postings and add the counts to the target.
+            target_id = self._bump_corpora(
+                kind, {columns: (corpus.documents, corpus.total_length)}
+            )[columns]
+            terms = self.term_model.objects.filter(corpus_id=corpus.pk)
+            self._bump_terms(
+                {(target_id, term): n for term, n in terms.values_list("term", "documents")}
+            )
+            self.posting_model.objects.filter(corpus_id=corpus.pk).update(corpus_id=target_id)
+            terms.delete()
+            self.corpus_model.objects.filter(pk=corpus.pk).delete()
+
+
+keyword_index = KeywordIndex()
