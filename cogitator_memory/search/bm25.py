@@ -1,27 +1,31 @@
 """Keyword search: BM25 over the content of embeddings, within the same filters (and
 scope) as vector search.
 
-On the stores that keep embeddings as database rows (the exact store, pgvector):
+On the stores that keep embeddings as database rows (the exact store, pgvector), the
+keyword index (``keywords/``: a posting per row and stemmed word, with statistics per
+corpus, written in the transaction that writes the row) gives candidates and statistics:
 
 1. The query's words, stemmed, stopwords left out (``tokenizer.query_terms``).
-2. One aggregate over the rows the filter and scope admit: their number, their characters,
-   and per word how many hold one of its ``tokenizer.fragments`` by a case-insensitive
-   substring match (every row holding a word of that stem does).
-3. Candidates: the rows holding the rarest words as tokens, as many words as fit the
-   candidate limit (at least the rarest, whose newest rows are read up to the limit).
-4. bm25s scores the candidates for every word with the statistics of all admitted rows,
-   not of the candidates: their number, their average length (their characters at the
-   candidates' tokens per character) and per word the rows holding it (counted among the
-   candidates where every row holding it was read, else the substring count). Lucene's
-   BM25, k1 1.5, b 0.75; ties go to the smaller id.
-5. A row holding none of the chosen words scores less than the idf summed over the other
-   words. When the limit-th score is below that, the newest rows holding the other words
-   are ranked too, up to the candidate limit; otherwise the hits are exactly BM25's.
+2. The corpora the filter and scope admit: a corpus is the rows of one thread, agent,
+   user, source type and index, so every column condition of a filter or a scope holds
+   for all of a corpus's rows or none. Their rows' number and tokens and, per word, the
+   rows holding it are summed from the corpora: BM25's statistics over every admitted
+   row, exact.
+3. ``search/keyword_index.py`` ranks: candidates from the rarest words' postings, until
+   no row left out could score above the ``limit``-th hit (the bound of the idf of the
+   words not read); bm25s's arithmetic (Lucene's BM25, k1 1.5, b 0.75); ties go to the
+   smaller id. Only a word held by more rows than the candidate budget left is read
+   strongest first, and only then can a hit be missed.
+4. The best rows are checked against their sources (``scoping.current_q``: a message's
+   entry still there and not redacted, its thread still open to the caller).
 
-Statistics of the candidates alone would make a word that most candidates hold worth
-almost nothing even where it is rare; ``bench/search.py`` compares both with bm25s
-indexing every row. Each step is a portable query or runs in Python, so SQLite and
-PostgreSQL return the same hits in the same order with the same scores.
+A filter on metadata, which no corpus column holds, and a query of stopwords only (whose
+stopwords the index does not keep) are searched as before the index: rows found by a
+substring match on the words' fragments (``tokenizer.fragments``), tokenized and ranked
+with the statistics of all admitted rows (``_scan_keyword_search``).
+
+Each step is a portable query or runs in Python, so SQLite and PostgreSQL return the
+same hits in the same order with the same scores.
 
 Other stores (Qdrant) have no rows to query: one with a ``keyword_search(query, *, limit,
 filter)`` method is asked through it; the others raise ``KeywordSearchUnavailable``.
@@ -49,21 +53,31 @@ from django.db.models.functions import Length
 from cogitator_memory.embeddings.models import Embedding
 from cogitator_memory.embeddings.querysets import EmbeddingQuerySet
 from cogitator_memory.embeddings.registry import get_embedding_store
-from cogitator_memory.embeddings.stores.base import DatabaseEmbeddingStore, filtered, stored
+from cogitator_memory.embeddings.stores.base import (
+    DatabaseEmbeddingStore,
+    filter_columns_q,
+    filtered,
+    stored,
+)
 from cogitator_memory.embeddings.types import EmbeddingFilter, EmbeddingStore, SearchHit
 from cogitator_memory.exceptions import InvalidInput, KeywordSearchUnavailable
+from cogitator_memory.keywords.models import DocumentKind, KeywordCorpus
 from cogitator_memory.limits import check_limit
 from cogitator_memory.scope import Scope
-from cogitator_memory.search.scoping import current_q, search_visible, visible_q
+from cogitator_memory.search.keyword_index import rank_documents
+from cogitator_memory.search.scoping import current_q, open_threads_q, search_visible, visible_q
 from cogitator_memory.search.tokenizer import fragments, query_terms, stopwords_only, tokenize
 
-# Candidate rows ranked per search at most: about 0.3 s for 5,000 rows of 50 words on
-# 2 cores. Words held by more rows than this do not choose candidates (see above).
+# Candidate rows ranked per search at most. From the index, each costs a posting read and
+# its counts of the other words (bench/RESULTS.md, "Keyword index"); by the scan, about
+# 0.3 s for 5,000 rows of 50 words on 2 cores.
 MAX_CANDIDATES = 5000
 # Rows read from the database per round trip while collecting candidates.
 READ_CHUNK = 1000
 # The longest query taken, in characters.
 MAX_QUERY_LENGTH = 10_000
+# Hits ranked beyond ``limit`` in case some of the best fail the check of their source.
+RECHECK_MARGIN = 10
 # bm25s's variant of BM25: Lucene's idf, which is never negative.
 BM25_METHOD = "lucene"
 
@@ -253,7 +267,46 @@ def _idf(holders: int, documents: int) -> float:
     return weight
 
 
-def _database_keyword_search(
+def _index_keyword_search(
+    terms: Sequence[str],
+    *,
+    limit: int,
+    filter: EmbeddingFilter | None,
+    scope: Scope | None,
+    include_shared: bool,
+    candidates: int,
+) -> list[SearchHit]:
+    corpora = KeywordCorpus.objects.filter(kind=DocumentKind.EMBEDDING).filter(
+        open_threads_q(scope)
+    )
+    if filter is not None:
+        corpora = corpora.filter(filter_columns_q(filter))
+    if scope is not None:
+        condition = visible_q(scope, include_shared=include_shared)
+        if condition is None:
+            return []
+        corpora = corpora.filter(condition)
+    corpus_ids = list(corpora.values_list("pk", flat=True))
+    # A few more than asked: a row whose entry went outside the services (a restored
+    # backup) is still indexed until pruned, and is dropped below.
+    ranked = rank_documents(
+        corpus_ids, terms, limit=limit, budget=candidates, take=limit + RECHECK_MARGIN
+    )
+    hits: list[SearchHit] = []
+    for start in range(0, len(ranked), limit + RECHECK_MARGIN):
+        chunk = ranked[start : start + limit + RECHECK_MARGIN]
+        rows = Embedding.objects.filter(current_q(scope)).in_bulk([row_id for row_id, _ in chunk])
+        hits.extend(
+            SearchHit(embedding=stored(rows[row_id]), score=score)
+            for row_id, score in chunk
+            if row_id in rows
+        )
+        if len(hits) >= limit:
+            break
+    return hits[:limit]
+
+
+def _scan_keyword_search(
     terms: Sequence[str],
     *,
     limit: int,
@@ -361,7 +414,8 @@ def keyword_search(
     ``store``: the configured store when None. ``scope``: None for trusted code (the
     filter alone decides); otherwise only the rows of its grants, plus, when
     ``include_shared``, the rows of no agent, user or thread (``search/scoping.py``).
-    ``candidates``: the most rows ranked (the newest that hold a word).
+    ``candidates``: the most rows ranked; past it, a word's rows are read strongest
+    first (from the index) or newest first (by the scan).
 
     A query of no words (only punctuation) finds nothing. Raises ``InvalidInput`` for an
     empty query or a bad limit, ``KeywordSearchUnavailable`` for a store that keeps no
@@ -375,7 +429,9 @@ def keyword_search(
         return []
     store = store if store is not None else get_embedding_store()
     if isinstance(store, DatabaseEmbeddingStore):
-        return _database_keyword_search(
+        indexed = not (filter is not None and filter.metadata) and not stopwords_only(terms)
+        search = _index_keyword_search if indexed else _scan_keyword_search
+        return search(
             terms,
             limit=limit,
             filter=filter,

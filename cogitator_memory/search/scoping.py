@@ -71,10 +71,17 @@ def current_q(scope: Scope | None) -> Q:
     runs itself (keyword search)."""
     live_messages = Q(source_id__in=Entry.objects.filter(redaction__isnull=True).values("pk"))
     condition = ~Q(source_type=MESSAGE_SOURCE_TYPE, index_name=MESSAGES_INDEX) | live_messages
-    if scope is not None and scope.agent_ids is not None:
-        open_threads = Thread.objects.visible_to(scope).values("pk")
-        condition &= Q(thread_id__isnull=True) | Q(thread_id__in=open_threads)
-    return condition
+    return condition & open_threads_q(scope)
+
+
+def open_threads_q(scope: Scope | None) -> Q:
+    """The thread part of ``current_q``: for a restricted scope, rows of no thread or of a
+    thread the caller may open now. Also a condition on the keyword index's corpora,
+    which carry the same ``thread_id`` column."""
+    if scope is None or scope.agent_ids is None:
+        return Q()
+    open_threads = Thread.objects.visible_to(scope).values("pk")
+    return Q(thread_id__isnull=True) | Q(thread_id__in=open_threads)
 
 
 def still_current(hits: list[SearchHit], scope: Scope | None) -> list[SearchHit]:

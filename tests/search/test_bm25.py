@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from cogitator_memory.embeddings.stores.exact import ExactEmbeddingStore
-from cogitator_memory.embeddings.types import EmbeddingFilter, SearchHit
+from cogitator_memory.embeddings.types import EmbeddingFilter, NewEmbedding, SearchHit
 from cogitator_memory.exceptions import InvalidInput
 from cogitator_memory.scope import Scope
 from cogitator_memory.search.bm25 import (
@@ -93,12 +93,12 @@ def test_stopping_at_the_candidate_limit_keeps_the_collections_word_counts(
         index_text(source_id, text, created_at=T0 + timedelta(minutes=n))
     # when only one candidate may be ranked
     (hit,) = keyword_search("parcel", limit=10, candidates=1)
-    # then the newest, scored as if every row had been read
-    assert hit.embedding.source_id == "long"
-    assert hit.score == pytest.approx(bm25_over_every_row("parcel", COLLECTION)["long"], rel=1e-5)
+    # then the row saying it most often, scored as if every row had been read
+    assert hit.embedding.source_id == "twice"
+    assert hit.score == pytest.approx(bm25_over_every_row("parcel", COLLECTION)["twice"], rel=1e-5)
 
 
-def test_only_the_newest_rows_holding_a_word_are_ranked_past_the_candidate_limit(
+def test_past_the_candidate_limit_the_strongest_then_newest_rows_of_a_word_are_ranked(
     index_text: IndexText,
 ):
     # given four rows with "parcel"; the oldest says it most often
@@ -107,8 +107,8 @@ def test_only_the_newest_rows_holding_a_word_are_ranked_past_the_candidate_limit
         index_text(f"newer-{n}", f"a parcel came on day {n}", created_at=T0 + timedelta(days=n))
     # when
     hits = keyword_search("parcel", limit=10, candidates=3)
-    # then
-    assert sorted(sources(hits)) == ["newer-1", "newer-2", "newer-3"]
+    # then the row saying it most often, and the newest of the others
+    assert sorted(sources(hits)) == ["newer-2", "newer-3", "oldest"]
 
 
 def test_the_rarest_words_choose_the_candidates_and_the_ranking_stays_exact(
@@ -440,3 +440,51 @@ def test_a_store_without_keyword_search_says_so():
     # when / then
     with pytest.raises(KeywordSearchUnavailable, match=r"^VectorsOnlyStore has no keyword search"):
         keyword_search("parcel", store=VectorsOnlyStore())  # type: ignore[arg-type]
+
+
+def test_a_thread_of_zipfian_text_ranks_as_bm25s_over_every_row_of_it():
+    # given 400 rows of words drawn with Zipf's law, and rows of another thread; as many
+    # candidates as rows, so that only the bound decides how many are read
+    rng = np.random.default_rng(7)
+    vocabulary = [f"w{chr(97 + n % 26)}{chr(97 + n // 26 % 26)}x" for n in range(600)]
+    weights = 1 / np.arange(1, len(vocabulary) + 1)
+    weights /= weights.sum()
+
+    def text(words: int) -> str:
+        return " ".join(rng.choice(vocabulary, size=words, p=weights))
+
+    texts = {f"row-{n}": text(int(rng.integers(3, 40))) for n in range(400)}
+    store = ExactEmbeddingStore()
+    store.add(
+        [
+            NewEmbedding(
+                source_type="message",
+                source_id=source_id,
+                content=content,
+                vector=[1.0, 0.0],
+                metadata={"threadId": "zipf", "agentId": "agent"},
+            )
+            for source_id, content in texts.items()
+        ]
+        + [
+            NewEmbedding(
+                source_type="message",
+                source_id=f"other-{n}",
+                content=text(20),
+                vector=[1.0, 0.0],
+                metadata={"threadId": "other", "agentId": "agent"},
+            )
+            for n in range(50)
+        ]
+    )
+    in_thread = EmbeddingFilter(thread_id="zipf")
+    for _ in range(25):
+        query = " ".join(rng.choice(vocabulary, size=int(rng.integers(1, 5)), p=weights))
+        # when
+        hits = keyword_search(query, limit=10, filter=in_thread, candidates=400)
+        # then the scores of bm25s's ten best, each row with its own score
+        expected = bm25_over_every_row(query, texts)
+        best = sorted(expected.values(), reverse=True)[:10]
+        assert [hit.score for hit in hits] == pytest.approx(best, rel=1e-6)
+        for hit in hits:
+            assert hit.score == pytest.approx(expected[hit.embedding.source_id], rel=1e-6)

@@ -1,0 +1,84 @@
+"""BM25 over a thread's conversation entries, with or without an embedding provider.
+
+The keyword index keeps every message and tool result of a thread that is not redacted
+(``keywords/entries.py``: written with the entry, removed in the transaction that
+deletes or redacts it), one corpus per thread. Statistics are those of all of them;
+``before_seq`` and ``exclude_ids`` only narrow which entries may be hits. Ranking is
+``search/keyword_index.py``'s: bm25s's arithmetic, exact unless a word held by more
+entries than the candidate budget has to choose candidates.
+
+A query of stopwords only finds nothing here: the index keeps no stopwords.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from django.db.models import Q
+
+from cogitator_memory.exceptions import InvalidInput
+from cogitator_memory.keywords.models import DocumentKind, KeywordCorpus
+from cogitator_memory.keywords.postings import corpus_key
+from cogitator_memory.limits import check_limit
+from cogitator_memory.search.keyword_index import rank_documents, score_documents
+from cogitator_memory.search.tokenizer import query_terms, stopwords_only
+
+__all__ = ["entry_bm25_scores", "search_thread_entries"]
+
+# Entries scored per search at most (see ``search/keyword_index.py``).
+MAX_ENTRY_CANDIDATES = 5000
+
+
+def _thread_corpus(thread_id: str) -> list[int]:
+    key = corpus_key(DocumentKind.ENTRY, thread_id, None, None, "", "")
+    return list(KeywordCorpus.objects.filter(key=key).values_list("pk", flat=True))
+
+
+def _terms(query: str) -> list[str]:
+    if not isinstance(query, str):
+        raise InvalidInput({"query": "A search needs a query text."})
+    terms = query_terms(query)
+    return [] if stopwords_only(terms) else terms
+
+
+def search_thread_entries(
+    thread_id: str,
+    query: str,
+    *,
+    limit: int,
+    before_seq: int | None = None,
+    exclude_ids: Collection[str] = (),
+) -> list[tuple[str, float]]:
+    """The ``limit`` messages and tool results of a thread that best match ``query``
+    (BM25), as (entry id, score), best first, ties to the smaller id.
+
+    Only entries before ``before_seq`` (when given) and not in ``exclude_ids`` are
+    returned; statistics count every indexed entry of the thread. Redacted and deleted
+    entries are never found; a thread without entries (or unknown) finds nothing.
+    Raises ``InvalidInput`` for a bad limit or a query that is not a text.
+    """
+    check_limit(limit)
+    terms = _terms(query)
+    corpus_ids = _thread_corpus(thread_id)
+    if not terms or not corpus_ids:
+        return []
+    eligible = Q()
+    if before_seq is not None:
+        eligible &= Q(seq__lt=before_seq)
+    excluded = list(exclude_ids)
+    if excluded:
+        eligible &= ~Q(document_id__in=excluded)
+    return rank_documents(
+        corpus_ids, terms, limit=limit, budget=MAX_ENTRY_CANDIDATES, eligible=eligible
+    )
+
+
+def entry_bm25_scores(thread_id: str, query: str, entry_ids: Sequence[str]) -> dict[str, float]:
+    """The BM25 score of each of these entries of the thread for ``query``, with the
+    thread's statistics: 0 for an entry holding none of its words; entries not indexed
+    (events, redacted, gone, of another thread) are left out."""
+    terms = _terms(query)
+    corpus_ids = _thread_corpus(thread_id)
+    if not corpus_ids or not entry_ids:
+        return {}
+    return score_documents(corpus_ids, terms, list(dict.fromkeys(entry_ids)))
