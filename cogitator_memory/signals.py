@@ -20,3 +20,7 @@ thread_cleared = Signal()
 
 # thread_id, entry_ids: the thread deleted and the ids of the entries that went with it.
 thread_deleted = Signal()
+
+# item_id: the memory item written (a new state, or the state a statement merged into);
+# sender is MemoryItem.
+item_written = Signal()

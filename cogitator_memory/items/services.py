@@ -27,7 +27,7 @@ from django.db.models import F, Q
 from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
-from cogitator_memory import policy
+from cogitator_memory import policy, signals
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import InvalidItem
 from cogitator_memory.items.models import (
@@ -379,6 +379,8 @@ class MemoryItems:
                 ]
             )
         save_layout(others)
+        item_id = item.pk
+        transaction.on_commit(lambda: signals.item_written.send(sender=MemoryItem, item_id=item_id))
         return Written(item, merged)
 
     def _new_state(

@@ -37,6 +37,7 @@ only those ``MemoryItems.query(scope, as_of=anchor, access=access)`` returns (or
 
 from __future__ import annotations
 
+import importlib
 import logging
 import math
 from collections import OrderedDict
@@ -149,6 +150,21 @@ QUESTION_WORDS = frozenset(
         "might",
     ]
 )
+
+
+ThreadSearch = Callable[..., list[tuple[str, float]]]
+
+
+def _indexed_thread_search() -> ThreadSearch | None:
+    """``search/entry_keywords.search_thread_entries`` (BM25 over a thread's entries from
+    the keyword index), or None where this installation lacks it: recall then ranks the
+    thread's entries itself."""
+    try:
+        module = importlib.import_module("cogitator_memory.search.entry_keywords")
+    except ImportError:
+        return None
+    search: ThreadSearch | None = getattr(module, "search_thread_entries", None)
+    return search
 
 
 def entry_key(entry_id: str) -> str:
@@ -462,17 +478,17 @@ class _Run:
     def _thread_keyword(self, query: str, *, limit: int) -> list[tuple[str, float]]:
         """Thread mode: BM25 over the thread's entries through the keyword index of
         entries, or, where that is missing, over the thread's entries read here."""
-        try:
-            from cogitator_memory.search import entry_keywords  # type: ignore[attr-defined]
-
-            found = entry_keywords.search_thread_entries(
+        assert self.thread_id is not None
+        indexed = _indexed_thread_search()
+        if indexed is not None:
+            found = indexed(
                 self.thread_id,
                 query,
                 limit=limit,
                 before_seq=self.before_seq,
                 exclude_ids=tuple(self.held),
             )
-        except ImportError:
+        else:
             rows = Entry.objects.filter(
                 thread_id=self.thread_id, type__in=sorted(CONVERSATION_TYPES)
             )

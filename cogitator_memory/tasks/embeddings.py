@@ -16,6 +16,7 @@ from django.db import OperationalError
 
 from cogitator_memory.embeddings import message_index
 from cogitator_memory.exceptions import EmbeddingServiceError
+from cogitator_memory.items import vectors as item_vectors
 from cogitator_memory.threads.models import Entry
 
 logger = logging.getLogger(__name__)
@@ -51,3 +52,20 @@ def embed_entries_task(entry_ids: list[str]) -> int:
     if not present:
         return 0
     return message_index.index_new_entries(present)
+
+
+@shared_task(
+    autoretry_for=RETRIED_ERRORS,
+    retry_backoff=True,
+    retry_backoff_max=TASK_RETRY_BACKOFF_MAX,
+    retry_jitter=True,
+    max_retries=TASK_MAX_RETRIES,
+    acks_late=True,
+    ignore_result=True,
+)
+def embed_items_task(item_ids: list[str]) -> int:
+    """Embed the memory items of these ids that have no vector yet, for recall's item
+    vector channel (``items/vectors.embed_items``: one provider call); items that are gone
+    are skipped, and a redelivered task embeds nothing twice. Returns how many were
+    embedded."""
+    return item_vectors.embed_items(item_ids)

@@ -1,7 +1,8 @@
 """What enqueues the app's tasks: receivers of the change signals.
 
 A new message or tool result is embedded into the message index by
-``embed_entries_task`` (when an embedding provider is configured); a thread that crosses
+``embed_entries_task``, and a memory item written by ``embed_items_task`` (both when an
+embedding provider is configured); a thread that crosses
 its compaction threshold gets a compaction run (``schedule_compaction``, when
 ``COMPACTION["ENABLED"]``). Removing the vectors of
 entries that go is not done here: the thread services do it in the transaction of the
@@ -21,7 +22,7 @@ from cogitator_memory import signals
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.embeddings.message_index import is_indexable, message_index_enabled
 from cogitator_memory.tasks.compaction import schedule_compaction
-from cogitator_memory.tasks.embeddings import embed_entries_task
+from cogitator_memory.tasks.embeddings import embed_entries_task, embed_items_task
 from cogitator_memory.tasks.extraction import schedule_extraction
 from cogitator_memory.threads.models import CONVERSATION_TYPES, Entry
 
@@ -67,4 +68,18 @@ def index_added_entry(sender: Any, *, entry: Entry, **kwargs: Any) -> None:
             "manage.py reindex_messages runs.",
             embed_entries_task.name,
             entry.pk,
+        )
+
+
+@receiver(signals.item_written, dispatch_uid="cogitator_memory.item_vectors.item_written")
+def embed_written_item(sender: Any, *, item_id: str, **kwargs: Any) -> None:
+    if not message_index_enabled():
+        return
+    try:
+        embed_items_task.delay([item_id])
+    except Exception:
+        logger.exception(
+            "Could not run %s for item %s; recall embeds it when it next searches it.",
+            embed_items_task.name,
+            item_id,
         )

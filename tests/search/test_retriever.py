@@ -573,3 +573,27 @@ def test_limit_caps_the_hits() -> None:
 
     # then
     assert len(retrieval.hits) == 7
+
+
+def test_a_written_item_is_embedded_in_the_background_once(
+    with_concepts: None, django_capture_on_commit_callbacks: Any
+) -> None:
+    # given: the concept embedder is the configured provider
+    from cogitator_memory.embeddings.services import get_embedding_service
+
+    service = get_embedding_service()
+    assert isinstance(service, ConceptEmbeddings)
+
+    # when: an item is written, then the same statement again (a merge)
+    with django_capture_on_commit_callbacks(execute=True):
+        item = write(ANA, "Ana", "vehicle", "a red car")
+    with django_capture_on_commit_callbacks(execute=True):
+        write(ANA, "Ana", "vehicle", "a red car")
+    MemoryRetriever().retrieve(input="automobile", anchor=ANCHOR, scope=ANA)
+
+    # then: one vector, scoped like the item; recall embedded only its input
+    stored = Embedding.objects.get(source_type=ITEM_SOURCE_TYPE, source_id=item.pk)
+    assert (stored.agent_id, stored.user_id, stored.index_name) == ("concierge", "ana", "items")
+    assert [call for call in service.calls if call != ["automobile"]] == [
+        ["Ana vehicle: a red car"]
+    ]

@@ -1,0 +1,246 @@
+"""Turn recall of ``MemoryRetriever`` on LoCoMo, beside BM25-only and dense-only rankings.
+
+Run by hand from the repository root::
+
+    .venv/bin/python bench/recall.py --locomo PATH [--embeddings local|none]
+        [--limit-conversations N] [--db sqlite|postgres]
+
+Each conversation becomes one thread: one entry per turn, dated by its session's
+``date_time`` (a turn a minute after the one before), its speaker as the entry's name, its
+text as content (an image turn's caption after it, "[shares a photo of ...]"). Every
+question of categories 1-4 with evidence is asked through the retriever as a turn read just
+after the conversation's last session (``anchor``), with the conversation as ``history``
+and no memory items; a hit is a turn whose ``dia_id`` the evidence names. Beside it, in the
+same run: BM25 alone (the retriever's keyword channel: Lucene BM25 over the project's
+tokens) and, with ``--embeddings local``, the local model's cosines alone (no threshold),
+and the two fused by plain reciprocal rank. Figures: turn recall@5/10/20/50 (%) per
+category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop) and overall. The last line
+of stdout is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from benchdb import database_opener, setup_django
+
+CUTS = (5, 10, 20, 50)
+CATEGORIES = (1, 2, 3, 4)
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+SESSION_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m) on (\d{1,2}) (\w+),? (\d{4})", re.I)
+MONTHS = {
+    name: number
+    for number, name in enumerate(
+        [
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ],
+        start=1,
+    )
+}
+DIA_ID = re.compile(r"D(\d+):(\d+)")
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def session_time(text: str) -> datetime:
+    """ "1:56 pm on 8 May, 2023" as an aware datetime (UTC)."""
+    match = SESSION_DATE.search(text)
+    if match is None:
+        raise ValueError(f"unreadable session date {text!r}")
+    hour, minute, half, day, month, year = match.groups()
+    hour_24 = int(hour) % 12 + (12 if half.lower() == "pm" else 0)
+    return datetime(int(year), MONTHS[month.lower()], int(day), hour_24, int(minute), tzinfo=UTC)
+
+
+def sessions_of(conversation: dict[str, Any]) -> list[tuple[datetime, list[dict[str, Any]]]]:
+    numbers = sorted(
+        int(key[8:])
+        for key in conversation
+        if key.startswith("session_") and key[8:].isdigit() and conversation[key]
+    )
+    return [
+        (session_time(conversation[f"session_{n}_date_time"]), conversation[f"session_{n}"])
+        for n in numbers
+    ]
+
+
+def evidence_ids(raw: list[str], known: set[str]) -> set[str]:
+    """The evidence's dia_ids, split and mended ("D8:6; D9:17", "D:11:26", "D30:05"),
+    without those the conversation lacks."""
+    found = set()
+    for text in raw:
+        for session, turn in DIA_ID.findall(text.replace("D:", "D")):
+            dia_id = f"D{int(session)}:{int(turn)}"
+            if dia_id in known:
+                found.add(dia_id)
+    return found
+
+
+def turn_content(turn: dict[str, Any]) -> str:
+    caption = turn.get("blip_caption")
+    return f"{turn['text']} [shares {caption}]" if caption else turn["text"]
+
+
+def recall_at(ranked: list[str], wanted: set[str], cut: int) -> float:
+    return len(wanted.intersection(ranked[:cut])) / len(wanted)
+
+
+def measure(data: Path, *, embeddings: str, limit_conversations: int | None) -> dict[str, Any]:
+    import numpy as np
+
+    from cogitator_memory.search.fusion import reciprocal_rank_fusion
+    from cogitator_memory.search.recall_channels import KeywordIndex, cosines
+    from cogitator_memory.search.retriever import MemoryRetriever
+    from cogitator_memory.search.tokenizer import query_terms
+    from cogitator_memory.threads.services import add_entry, create_thread
+
+    service = None
+    if embeddings == "local":
+        from cogitator_memory.embeddings.providers.local import LocalEmbeddings
+
+        service = LocalEmbeddings()
+    samples = json.loads(data.read_text())[:limit_conversations]
+    sides = ["retriever", "bm25"] + (["dense", "bm25+dense"] if service is not None else [])
+    found: dict[str, dict[str, dict[Any, list[float]]]] = {
+        side: {str(cut): defaultdict(list) for cut in CUTS} for side in sides
+    }
+    seconds: list[float] = []
+    depth = max(CUTS)
+    for number, sample in enumerate(samples):
+        sessions = sessions_of(sample["conversation"])
+        thread = create_thread("bench-agent", thread_id=f"locomo-{number}")
+        entries = []
+        dia_of: dict[str, str] = {}
+        for started, turns in sessions:
+            for n, turn in enumerate(turns):
+                entry = add_entry(
+                    thread.id,
+                    role="user",
+                    name=turn["speaker"],
+                    content=turn_content(turn),
+                    created_at=started + timedelta(minutes=n),
+                )
+                entries.append(entry)
+                dia_of[entry.pk] = turn["dia_id"]
+        anchor = sessions[-1][0] + timedelta(days=1)
+        known = set(dia_of.values())
+        retriever = MemoryRetriever(embedding_service=service)
+        index = KeywordIndex([(entry.pk, retriever._turn_tokens(entry)) for entry in entries])
+        vectors = retriever._turn_vectors(entries, service) if service is not None else {}
+        asked = 0
+        for qa in sample["qa"]:
+            category = qa.get("category")
+            wanted = evidence_ids([str(e) for e in qa.get("evidence") or []], known)
+            if category not in CATEGORIES or not wanted:
+                continue
+            asked += 1
+            question = str(qa["question"])
+            started_at = time.perf_counter()
+            retrieval = retriever.retrieve(
+                input=question, anchor=anchor, history=entries, limit=depth
+            )
+            seconds.append(time.perf_counter() - started_at)
+            ranked = {
+                "retriever": [dia_of[hit.id] for hit in retrieval.hits if hit.kind == "entry"],
+                "bm25": [
+                    dia_of[entry_id]
+                    for entry_id, _ in index.ranked(query_terms(question), limit=depth)
+                ],
+            }
+            if service is not None:
+                query = np.asarray(service.embed([question])[0], dtype=np.float32)
+                scores = cosines(query, vectors)
+                dense = sorted(scores, key=lambda key: -scores[key])[:depth]
+                ranked["dense"] = [dia_of[entry_id] for entry_id in dense]
+                bm25_ids = [e for e, _ in index.ranked(query_terms(question), limit=depth)]
+                fused = reciprocal_rank_fusion({"bm25": bm25_ids, "dense": dense})
+                ranked["bm25+dense"] = [dia_of[hit.id] for hit in fused[:depth]]
+            for side, order in ranked.items():
+                for cut in CUTS:
+                    value = recall_at(order, wanted, cut)
+                    found[side][str(cut)]["all"].append(value)
+                    found[side][str(cut)][category].append(value)
+        log(f"conversation {number}: {len(entries)} turns, {asked} questions")
+
+    def mean(values: list[float]) -> float:
+        return round(100 * sum(values) / max(len(values), 1), 1)
+
+    result: dict[str, Any] = {
+        "benchmark": "recall",
+        "embeddings": embeddings,
+        "conversations": len(samples),
+        "questions": len(found["retriever"][str(CUTS[0])]["all"]),
+        "per_category_questions": {
+            str(c): len(found["retriever"][str(CUTS[0])][c]) for c in CATEGORIES
+        },
+        "retrieve_ms_p50": round(1000 * sorted(seconds)[len(seconds) // 2], 1) if seconds else None,
+    }
+    for side in sides:
+        result[side] = {
+            f"@{cut}": {"all": mean(by_category["all"])}
+            | {str(c): mean(by_category[c]) for c in CATEGORIES}
+            for cut, by_category in ((int(k), v) for k, v in found[side].items())
+        }
+    return result
+
+
+def table(result: dict[str, Any]) -> str:
+    header = "| ranking | " + " | ".join(
+        f"@{cut} {label}" for cut in CUTS for label in ("all", *(f"c{c}" for c in CATEGORIES))
+    )
+    lines = [header + " |", "|---" * (1 + len(CUTS) * 5) + "|"]
+    for side in ("retriever", "bm25", "dense", "bm25+dense"):
+        if side not in result:
+            continue
+        cells = [
+            f"{result[side][f'@{cut}'][key]}"
+            for cut in CUTS
+            for key in ("all", *(str(c) for c in CATEGORIES))
+        ]
+        lines.append(f"| {side} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--locomo", type=Path, required=True, help="a LoCoMo JSON file")
+    parser.add_argument("--embeddings", choices=("local", "none"), default="none")
+    parser.add_argument("--limit-conversations", type=int, default=None)
+    parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
+    args = parser.parse_args()
+    opener = database_opener(args.db, prefix="recall", pg_name="bench_recall")
+    with opener() as url:
+        setup_django(url)
+        result = measure(
+            args.locomo,
+            embeddings=args.embeddings,
+            limit_conversations=args.limit_conversations,
+        )
+    result["db"] = args.db
+    log(table(result))
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
