@@ -30,6 +30,7 @@ from django.utils.translation import gettext_lazy as _
 from cogitator_memory.access.selectors import scope_for_user
 from cogitator_memory.admin.file_diff import FileDiff, diff_texts
 from cogitator_memory.admin.filters import VisibleAgentFilter
+from cogitator_memory.admin.records import GrantScopedAdmin, ReadOnlyAdmin
 from cogitator_memory.admin.scale import LargeTableAdmin
 from cogitator_memory.exceptions import CogitatorMemoryError
 from cogitator_memory.files.access import FileAccess
@@ -189,7 +190,7 @@ class Comparison:
 
 
 @admin.register(MemoryFileHead)
-class MemoryFileHeadAdmin(LargeTableAdmin):
+class MemoryFileHeadAdmin(GrantScopedAdmin, ReadOnlyAdmin, LargeTableAdmin):
     list_display = (
         "path",
         "agent_id",
@@ -230,20 +231,9 @@ class MemoryFileHeadAdmin(LargeTableAdmin):
 
     # --- what a staff user sees and may do ---------------------------------------------
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[MemoryFileHead]:
-        queryset = super().get_queryset(request)
-        assert isinstance(queryset, FileHeadQuerySet)
-        return queryset.visible_to(scope_for_user(request.user))
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        # Files change through the memory tool, the API or redaction, never by hand.
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+    # The rows: those the staff user's grants reach (GrantScopedAdmin). Read-only
+    # (ReadOnlyAdmin): files change through the memory tool, the API or redaction, never
+    # by hand.
 
     def has_redact_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm(REDACT_PERMISSION))

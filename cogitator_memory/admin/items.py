@@ -35,10 +35,10 @@ from django.views.decorators.http import require_POST
 
 from cogitator_memory.access.selectors import scope_for_user
 from cogitator_memory.admin.filters import VisibleAgentFilter
+from cogitator_memory.admin.records import GrantScopedAdmin
 from cogitator_memory.admin.scale import LargeTableAdmin
 from cogitator_memory.exceptions import CogitatorMemoryError
 from cogitator_memory.items.models import Evidence, ItemStatus, MemoryItem
-from cogitator_memory.items.querysets import ItemQuerySet
 from cogitator_memory.items.review import ACTIVATABLE, LETTABLE, REJECTABLE
 from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.services import MemoryItems, Slot
@@ -98,7 +98,7 @@ class StatusFilter(admin.SimpleListFilter):
 
 
 @admin.register(MemoryItem)
-class MemoryItemAdmin(LargeTableAdmin):
+class MemoryItemAdmin(GrantScopedAdmin, LargeTableAdmin):
     list_display = (
         "short_value",
         "subject_name",
@@ -186,10 +186,7 @@ class MemoryItemAdmin(LargeTableAdmin):
 
     # --- what a reviewer sees and may do ---------------------------------------------
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[MemoryItem]:
-        queryset = super().get_queryset(request)
-        assert isinstance(queryset, ItemQuerySet)
-        return queryset.visible_to(scope_for_user(request.user))
+    # The rows: those the staff user's grants reach (GrantScopedAdmin).
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from cogitator_memory.admin.filters import IndexedValuesFilter
+from cogitator_memory.admin.records import ReadOnlyAdmin
 from cogitator_memory.admin.scale import LargeTableAdmin
 from cogitator_memory.outbox import services as outbox
 from cogitator_memory.outbox.models import OutboxMessage
@@ -24,8 +25,9 @@ class TopicFilter(IndexedValuesFilter):
     parameter_name = "topic"
 
 
+# Read-only: deleting a message would drop a change a store still owes.
 @admin.register(OutboxMessage)
-class OutboxMessageAdmin(LargeTableAdmin):
+class OutboxMessageAdmin(ReadOnlyAdmin, LargeTableAdmin):
     list_display = ("id", "topic", "attempts", "next_attempt_at", "created_at", "last_error")
     list_filter = (TopicFilter,)
     ordering = ("id",)
@@ -42,16 +44,6 @@ class OutboxMessageAdmin(LargeTableAdmin):
         "last_error",
     )
     actions = ["publish_now"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: OutboxMessage | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: OutboxMessage | None = None) -> bool:
-        # Deleting a message would drop a change a store still owes.
-        return False
 
     def has_publish_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.is_active and request.user.is_superuser)

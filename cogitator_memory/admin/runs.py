@@ -6,21 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.contrib.admin.utils import quote
 from django.db.models import QuerySet
-from django.http import HttpRequest
-from django.urls import reverse
-from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
-from cogitator_memory.access.selectors import scope_for_user
+from cogitator_memory.admin.records import GrantScopedAdmin, ReadOnlyAdmin, ThreadLinkAdmin
 from cogitator_memory.admin.scale import LargeTableAdmin
 from cogitator_memory.items.models import ExtractionRun
+from cogitator_memory.scope import Scope
 from cogitator_memory.threads.models import Thread
 
 
+# Read-only: a run is the record of what was asked for; it goes with its thread.
 @admin.register(ExtractionRun)
-class ExtractionRunAdmin(LargeTableAdmin):
+class ExtractionRunAdmin(GrantScopedAdmin, ReadOnlyAdmin, ThreadLinkAdmin, LargeTableAdmin):
     list_display = (
         "id",
         "thread_link",
@@ -52,28 +50,9 @@ class ExtractionRunAdmin(LargeTableAdmin):
         "updated_at",
     )
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[ExtractionRun]:
-        visible = Thread.objects.visible_to(scope_for_user(request.user))
-        return super().get_queryset(request).filter(thread__in=visible)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        # A run is the record of what was asked for; it goes with its thread.
-        return False
-
-    @admin.display(description=_("thread"))
-    def thread_link(self, obj: ExtractionRun) -> str:
-        url = reverse(
-            "admin:cogitator_memory_thread_change",
-            args=[quote(obj.thread_id)],
-            current_app=self.admin_site.name,
-        )
-        return format_html('<a href="{}">{}</a>', url, obj.thread_id)
+    def visible_rows(self, queryset: QuerySet[Any], scope: Scope) -> QuerySet[Any]:
+        # Runs are reached through their threads.
+        return queryset.filter(thread__in=Thread.objects.visible_to(scope))
 
     @admin.display(description=_("windows"))
     def progress(self, obj: ExtractionRun) -> str:

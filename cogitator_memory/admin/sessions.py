@@ -4,21 +4,17 @@ thread."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from django.contrib import admin
-from django.contrib.admin.utils import quote
-from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.urls import reverse
-from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from cogitator_memory.access.selectors import scope_for_user
 from cogitator_memory.admin.filters import IndexedValuesFilter, VisibleAgentFilter
+from cogitator_memory.admin.records import GrantScopedAdmin, ReadOnlyAdmin, ThreadLinkAdmin
 from cogitator_memory.admin.scale import LargeTableAdmin
 from cogitator_memory.sessions.models import ChannelSession
-from cogitator_memory.sessions.querysets import ChannelSessionQuerySet
 
 
 class ChannelTypeFilter(IndexedValuesFilter):
@@ -36,8 +32,9 @@ class ChannelTypeFilter(IndexedValuesFilter):
         return []
 
 
+# Read-only: a session goes with its thread.
 @admin.register(ChannelSession)
-class ChannelSessionAdmin(LargeTableAdmin):
+class ChannelSessionAdmin(GrantScopedAdmin, ReadOnlyAdmin, ThreadLinkAdmin, LargeTableAdmin):
     list_display = (
         "id",
         "agent_id",
@@ -64,26 +61,3 @@ class ChannelSessionAdmin(LargeTableAdmin):
         "last_active_at",
         "created_at",
     )
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[ChannelSession]:
-        sessions = cast(ChannelSessionQuerySet, super().get_queryset(request))
-        return sessions.visible_to(scope_for_user(request.user))
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        # A session goes with its thread.
-        return False
-
-    @admin.display(description=_("thread"))
-    def thread_link(self, obj: ChannelSession) -> str:
-        url = reverse(
-            "admin:cogitator_memory_thread_change",
-            args=[quote(obj.thread_id)],
-            current_app=self.admin_site.name,
-        )
-        return format_html('<a href="{}">{}</a>', url, obj.thread_id)

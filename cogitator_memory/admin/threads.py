@@ -15,7 +15,7 @@ by indexes, and counts are bounded.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, cast
+from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -34,6 +34,7 @@ from cogitator_memory.access.selectors import scope_for_user
 from cogitator_memory.admin.compaction import compaction_handoffs
 from cogitator_memory.admin.entry_tree import build_entry_tree, content_preview
 from cogitator_memory.admin.filters import VisibleAgentFilter
+from cogitator_memory.admin.records import GrantScopedAdmin, ReadOnlyAdmin
 from cogitator_memory.admin.scale import LargeTableAdmin
 from cogitator_memory.exceptions import (
     CogitatorMemoryError,
@@ -44,7 +45,6 @@ from cogitator_memory.exceptions import (
 from cogitator_memory.scope import Scope, thread_owner
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Entry, Thread
-from cogitator_memory.threads.querysets import EntryQuerySet, ThreadQuerySet
 from cogitator_memory.threads.validation import validate_thread_metadata
 
 
@@ -73,7 +73,7 @@ class ThreadAdminForm(forms.ModelForm):
 
 
 @admin.register(Thread)
-class ThreadAdmin(LargeTableAdmin):
+class ThreadAdmin(GrantScopedAdmin, LargeTableAdmin):
     form = ThreadAdminForm
     list_display = ("id", "agent_id", "user_id", "updated_at", "created_at")
     list_filter = (VisibleAgentFilter, "updated_at")
@@ -108,10 +108,6 @@ class ThreadAdmin(LargeTableAdmin):
 
     class Media:
         css = {"all": ["cogitator_memory/entry_tree.css"]}
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Thread]:
-        queryset = cast(ThreadQuerySet, super().get_queryset(request))
-        return queryset.visible_to(scope_for_user(request.user))
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         # Threads are created by the agents that use them, through the Python API or REST API.
@@ -278,8 +274,9 @@ class ThreadAdmin(LargeTableAdmin):
 # --- entries ---------------------------------------------------------------------------
 
 
+# Read-only: deleting goes through delete_entry, which splices the entry out of its branch.
 @admin.register(Entry)
-class EntryAdmin(LargeTableAdmin):
+class EntryAdmin(GrantScopedAdmin, ReadOnlyAdmin, LargeTableAdmin):
     list_display = ("id", "thread", "seq", "type", "role", "summary", "created_at", "is_redacted")
     list_filter = ("type", "role", "created_at")
     search_fields = ("id", "thread__id")
@@ -293,23 +290,10 @@ class EntryAdmin(LargeTableAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Entry]:
         """Entries of the threads the user may see. The list page leaves out tool calls
         and results, which can be large and are only shown on an entry's own page."""
-        queryset = cast(EntryQuerySet, super().get_queryset(request))
-        return queryset.visible_to(scope_for_user(request.user)).defer(
-            "tool_calls", "tool_results", "event"
-        )
+        return super().get_queryset(request).defer("tool_calls", "tool_results", "event")
 
     def get_readonly_fields(self, request: HttpRequest, obj: Entry | None = None) -> Any:
         return [field.name for field in Entry._meta.concrete_fields]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Entry | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Entry | None = None) -> bool:
-        # Deleting goes through delete_entry, which splices the entry out of its branch.
-        return False
 
     @admin.display(description=_("content"))
     def summary(self, obj: Entry) -> str:
