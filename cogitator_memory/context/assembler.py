@@ -174,12 +174,14 @@ def fit_in_order(
 @dataclass
 class Assembly:
     """The blocks kept per partition (in the order given), every block left out, the
-    tokens each partition takes (framing included) and the budget it was fitted to."""
+    tokens each partition takes (framing included), the budget it was fitted to, and the
+    room held for the claims of blocks not known yet."""
 
     kept: dict[PartitionName, list[ContextBlock]]
     dropped: list[DroppedBlock]
     tokens: dict[PartitionName, int]
     budget: int
+    claimed: dict[PartitionName, int] = field(default_factory=dict)
 
     @property
     def token_count(self) -> int:
@@ -288,8 +290,17 @@ class ContextAssembler:
         *,
         runs: Iterable[str] = (),
         overheads: Mapping[str, int] | None = None,
+        claims: Mapping[str, int] | None = None,
+        limits: Mapping[str, int] | None = None,
     ) -> Assembly:
-        """Fit ``blocks`` (each partition's in the order to try them) into ``budget``."""
+        """Fit ``blocks`` (each partition's in the order to try them) into ``budget``.
+
+        ``runs``: partitions fitted as one run. ``overheads``: the cost of each group's
+        framing. ``claims``: tokens a partition will want for blocks not known yet (the
+        recall of hybrid, found once the history is known): held for it as if they were
+        blocks (``Assembly.claimed``), so the other partitions are fitted as they will be.
+        ``limits``: the most a partition may take.
+        """
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
             raise InvalidContextConfig({"budget": "A budget is a whole number of 0 or more."})
         as_run = set(runs)
@@ -311,19 +322,29 @@ class ContextAssembler:
         shared = self._shared()
         allotted = self.allotments(left)
 
+        wanted = {name: max(0, int(tokens)) for name, tokens in (claims or {}).items()}
+        caps = {name: max(0, int(tokens)) for name, tokens in (limits or {}).items()}
+
         def need(name: PartitionName) -> int:
             groups = {group for block in by_partition[name] for group in block.groups}
             framing = sum(costs.get(group, 0) for group in groups)
-            return sum(block.tokens for block in by_partition[name]) + framing
+            total = sum(block.tokens for block in by_partition[name]) + framing
+            return min(total + wanted.get(name, 0), caps.get(name, left))
+
+        claimed: dict[PartitionName, int] = {}
+
+        def fit(fitting: _Fitting, name: PartitionName, room: int) -> int:
+            """Fit a partition's blocks, then its claim into what they leave."""
+            room = min(room, caps.get(name, room))
+            used = fitting.fit(name, by_partition[name], room, run=name in as_run).used
+            if wanted.get(name):
+                claimed[name] = min(wanted[name], room - used)
+                used += claimed[name]
+            return used
 
         # First pass: each by its share, no more than it needs.
         first = state.copy()
-        used = {
-            name: first.fit(
-                name, by_partition[name], min(allotted[name], need(name)), run=name in as_run
-            ).used
-            for name in shared
-        }
+        used = {name: fit(first, name, min(allotted[name], need(name))) for name in shared}
         # Second pass: the room the shares left goes to the partitions still short of it,
         # in fill order (which is also their lasting order by default).
         leftover = left - sum(used.values())
@@ -331,9 +352,14 @@ class ContextAssembler:
         fill += [name for name in shared if name not in fill]
         final = state.copy()
         for name in shared:
-            room = used[name] + (leftover if name in fill else 0)
-            fitted = final.fit(name, by_partition[name], room, run=name in as_run)
+            taken = fit(final, name, used[name] + (leftover if name in fill else 0))
             if name in fill:
-                leftover -= fitted.used - used[name]
+                leftover -= taken - used[name]
         kept = {name: final.kept.get(name, []) for name in LASTING_ORDER}
-        return Assembly(kept=kept, dropped=final.dropped, tokens=final.tokens, budget=budget)
+        return Assembly(
+            kept=kept,
+            dropped=final.dropped,
+            tokens=final.tokens,
+            budget=budget,
+            claimed={name: tokens for name, tokens in claimed.items() if tokens},
+        )

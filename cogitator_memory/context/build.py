@@ -10,12 +10,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cogitator_memory.compaction.history import COMPACTION, read_compacted_history
-from cogitator_memory.context.assembler import Assembly, ContextBlock, DroppedBlock
+from cogitator_memory.context.assembler import Assembly, ContextBlock
 from cogitator_memory.context.built import (
     BuiltContext,
     ContextBuildError,
-    ContextMetadata,
-    DroppedContext,
     ErrorSource,
 )
 from cogitator_memory.context.facts import (
@@ -26,33 +24,31 @@ from cogitator_memory.context.facts import (
 )
 from cogitator_memory.context.history import (
     entry_block,
-    mark_turn_ends,
     summary_block,
-    trim_to_turn_start,
 )
+from cogitator_memory.context.hybrid import recall_for_turn
+from cogitator_memory.context.layout import built_context, history_kept, is_fact
 from cogitator_memory.context.relevance import (
     SCORED_ENTRIES,
     cosines_from_index,
     cosines_in_process,
 )
-from cogitator_memory.context.retrieval_counts import note_retrieved_later
 from cogitator_memory.context.semantic import search_results, semantic_blocks
 from cogitator_memory.context.turn_context import (
-    EARLIER_IN_CONVERSATION,
     FROM_MEMORY,
     GRAPH_CONTEXT,
-    KNOWN_FACTS,
-    OBSERVATIONS,
-    RELEVANT_CONTEXT,
-    format_turn_context,
+    PART_SEPARATOR,
+    SYSTEM_GROUP,
+    TURN_GROUP,
+    framing_tokens,
+    heading,
     line_tokens,
-    section_tokens,
-    turn_message_tokens,
+    turn_groups,
 )
 from cogitator_memory.exceptions import EntryNotInThread, ThreadNotFound
 from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.threads.models import CONVERSATION_TYPES
-from cogitator_memory.tokens import MESSAGE_OVERHEAD, count_tokens
+from cogitator_memory.tokens import count_tokens
 
 if TYPE_CHECKING:
     from cogitator_memory.context.builder import ContextBuilder
@@ -66,30 +62,8 @@ logger = logging.getLogger(__name__)
 __all__ = ["ContextBuild"]
 
 T = TypeVar("T")
-SYSTEM_GROUP = "message:system"
-TURN_GROUP = "message:turn"
-PART_SEPARATOR = "\n\n"
-# The sections of the turn's memory context, in the order they are sent.
-TURN_SECTIONS = (
-    KNOWN_FACTS,
-    OBSERVATIONS,
-    RELEVANT_CONTEXT,
-    GRAPH_CONTEXT,
-    EARLIER_IN_CONVERSATION,
-    FROM_MEMORY,
-)
 # What a build never swallows: the caller's mistakes.
 ARGUMENT_ERRORS = (ThreadNotFound, EntryNotInThread)
-
-
-def section_group(heading: str) -> str:
-    return f"section:{heading}"
-
-
-def overheads() -> dict[str, int]:
-    costs = {SYSTEM_GROUP: MESSAGE_OVERHEAD, TURN_GROUP: turn_message_tokens()}
-    costs.update({section_group(heading): section_tokens(heading) for heading in TURN_SECTIONS})
-    return costs
 
 
 @dataclass
@@ -145,6 +119,8 @@ class ContextBuild:
         self.semantic_hits: list[Any] = []
         self.graph: Any = None
         self.fact_items: list[MemoryItem] = []
+        self.visible_items: list[MemoryItem] | None = None
+        self.recall_errors: list[ContextBuildError] = []
         # Raises InvalidInput for ids that cannot name a scope.
         self.memory_scope = MemoryScope(agent_id, user_id=user_id, thread_id=thread_id)
 
@@ -236,14 +212,16 @@ class ContextBuild:
         if not self.config.include_facts:
             return []
         items = self.builder.memory_items()
-        nothing: tuple[list[MemoryItem], dict[str, str]] = ([], {})
-        facts, previous = self.attempt(
+        read = self.attempt(
             "facts",
             lambda: read_facts(items, self.memory_scope, as_of=self.as_of, access=self.access),
-            nothing,
+            None,
         )
-        self.fact_items = facts
-        return fact_blocks(facts, previous)
+        if read is None:
+            return []
+        self.visible_items = read.visible
+        self.fact_items = read.facts
+        return fact_blocks(read.facts, read.previous)
 
     def observations(self, recalled_item_ids: Sequence[str] = ()) -> list[ContextBlock]:
         """Up to three observations of the entities the turn names or recalls."""
@@ -296,7 +274,7 @@ class ContextBuild:
         if self.graph is None:
             return []
         blocks = []
-        groups = (TURN_GROUP, section_group(GRAPH_CONTEXT))
+        groups = turn_groups(GRAPH_CONTEXT)
         for kind, lines in (("node", self.graph.nodes), ("edge", self.graph.edges)):
             for line in lines:
                 rendered = f"- {line.text}"
@@ -376,22 +354,43 @@ class ContextBuild:
     def build(self) -> BuiltContext:
         self.load_history()
         selection = self.select_history()
-        blocks = [
-            *self.fixed_blocks(),
-            *self.facts(),
-            *self.observations(),
-            *self.semantic_context(),
-            *self.graph_context(),
-            *selection.blocks,
-        ]
+        fixed = [*self.fixed_blocks(), *self.facts()]
+        others = [*self.semantic_context(), *self.graph_context()]
+        runs = {"recent"} if selection.run else set()
+        if self.config.strategy == "hybrid" and self.current_input:
+            # The history the budget keeps is known before recall looks past it: fit it
+            # with the recall partition's room held, then search, then fit for real.
+            first = self.builder.assembler.assemble(
+                self.available,
+                [*fixed, *others, *selection.blocks],
+                runs=runs,
+                overheads=framing_tokens(),
+                claims={"recall": self.available},
+            )
+            history, _ = history_kept(first, selection.run, self.conversation)
+            held_facts = [block.payload.pk for block in first.kept["facts"] if is_fact(block)]
+            recall = recall_for_turn(self, [block.payload[0] for block in history], held_facts)
+            recalled_items = [
+                block.payload[0].pk for block in recall if heading(block) == FROM_MEMORY
+            ]
+            blocks = [
+                *fixed,
+                *self.observations(recalled_items),
+                *recall,
+                *others,
+                *selection.blocks,
+            ]
+            # Recall gets no more than it was held, so the history keeps at least what the
+            # retriever was told it holds.
+            limits = {"recall": first.tokens.get("recall", 0) + first.claimed.get("recall", 0)}
+        else:
+            blocks = [*fixed, *self.observations(), *others, *selection.blocks]
+            limits = {}
         assembly = self.builder.assembler.assemble(
-            self.available,
-            blocks,
-            runs={"recent"} if selection.run else (),
-            overheads=overheads(),
+            self.available, blocks, runs=runs, overheads=framing_tokens(), limits=limits
         )
         self.check_system_prompt(assembly)
-        return self.result(assembly, selection)
+        return built_context(self, assembly, selection)
 
     def check_system_prompt(self, assembly: Assembly) -> None:
         system = assembly.tokens.get("system", 0)
@@ -400,138 +399,6 @@ class ContextBuild:
                 f"The system prompt takes {system} tokens, more than the {self.available} "
                 "the budget leaves (max_tokens - reserve_tokens); it is sent whole."
             )
-
-    def history_kept(
-        self, assembly: Assembly, selection: HistorySelection
-    ) -> tuple[list[ContextBlock], list[DroppedBlock]]:
-        """The history blocks kept, oldest first, and those a reply's start trimmed."""
-        kept = sorted(assembly.kept["recent"], key=lambda block: block.payload[0].seq)
-        if not selection.run:
-            return kept, []
-        entries = [block.payload[0] for block in kept]
-        _, trimmed = trim_to_turn_start(entries, self.conversation)
-        if not trimmed:
-            return kept, []
-        gone = {entry.pk for entry in trimmed}
-        dropped = [
-            DroppedBlock("recent", "budget", block.tokens, block.source_id, block)
-            for block in kept
-            if block.source_id in gone
-        ]
-        assembly.tokens["recent"] = assembly.tokens.get("recent", 0) - sum(
-            block.tokens for block in kept if block.source_id in gone
-        )
-        if not assembly.tokens["recent"]:
-            del assembly.tokens["recent"]
-        return [block for block in kept if block.source_id not in gone], dropped
-
-    def result(self, assembly: Assembly, selection: HistorySelection) -> BuiltContext:
-        history, trimmed = self.history_kept(assembly, selection)
-        dropped_blocks = [*assembly.dropped, *trimmed]
-        dropped_blocks += [
-            DroppedBlock("recent", "not-selected", block.tokens, block.source_id, block)
-            for block in (entry_block(entry, with_note=False) for entry in selection.not_selected)
-        ]
-        messages = self.messages(assembly, history)
-        memory_context = self.memory_context(assembly)
-        if memory_context:
-            messages.append({"role": "user", "content": memory_context})
-
-        sent = {block.source_id for block in history}
-        left_out = [entry for entry in self.conversation if entry.pk not in sent]
-        semantic_kept = [block.payload for block in assembly.kept["recall"] if _is_hit(block)]
-        kept_hits = {id(hit) for hit in semantic_kept}
-        graph_kept = [block.payload for block in assembly.kept["recall"] if _is_graph(block)]
-        graph_nodes_kept = {id(line) for kind, line in graph_kept if kind == "node"}
-        facts_kept = [block.payload for block in assembly.kept["facts"] if _is_fact(block)]
-        kept_fact_ids = {item.pk for item in facts_kept}
-        note_retrieved_later([item.pk for item in facts_kept], self.builder.deps.clock())
-        partitions: dict[str, int] = {
-            name: tokens for name, tokens in assembly.tokens.items() if tokens
-        }
-        return BuiltContext(
-            messages=messages,
-            memory_context=memory_context or None,
-            partitions=partitions,
-            facts=facts_kept,
-            semantic_results=semantic_kept,
-            recalled=None,
-            token_count=sum(partitions.values()) - partitions.get("final", 0),
-            truncated=bool(left_out)
-            or any(d.partition == "recent" and d.reason == "oversized" for d in dropped_blocks),
-            dropped=DroppedContext(
-                entries=left_out,
-                facts=[item for item in self.fact_items if item.pk not in kept_fact_ids],
-                semantic_results=[hit for hit in self.semantic_hits if id(hit) not in kept_hits],
-                graph_nodes=[
-                    line.payload if line.payload is not None else line
-                    for line in (self.graph.nodes if self.graph is not None else ())
-                    if id(line) not in graph_nodes_kept
-                ],
-                token_count=sum(block.tokens for block in dropped_blocks),
-                blocks=dropped_blocks,
-            ),
-            errors=self.errors,
-            warnings=self.warnings,
-            metadata=ContextMetadata(
-                original_message_count=len(self.conversation),
-                included_message_count=len(history),
-                facts_included=len(facts_kept),
-                semantic_results_included=len(semantic_kept),
-                graph_nodes_included=len(graph_nodes_kept),
-                graph_edges_included=sum(1 for kind, _ in graph_kept if kind == "edge"),
-            ),
-            graph_context=self.graph,
-        )
-
-    def messages(self, assembly: Assembly, history: list[ContextBlock]) -> list[dict[str, Any]]:
-        """The system message, then the summary and the history with their breakpoints."""
-        messages: list[dict[str, Any]] = []
-        system_parts = [*assembly.texts("system"), *assembly.texts("pinned")]
-        system_parts += assembly.texts("index")
-        if system_parts:
-            messages.append({"role": "system", "content": PART_SEPARATOR.join(system_parts)})
-        conversation: list[dict[str, Any]] = []
-        entries: list[Any] = []
-        for block in assembly.kept["summaries"]:
-            conversation.append(dict(block.payload[1]))
-            entries.append(None)
-        for block in history:
-            conversation.append(dict(block.payload[1]))
-            entries.append(block.payload[0])
-        mark_turn_ends(conversation, entries)
-        return messages + conversation
-
-    def memory_context(self, assembly: Assembly) -> str:
-        """The brief and the turn's sections, in their order, as one block."""
-        sections: dict[str, list[str]] = {heading: [] for heading in TURN_SECTIONS}
-        for partition in ("facts", "recall"):
-            for block in assembly.kept[partition]:
-                heading = _heading(block)
-                if heading is not None:
-                    sections[heading].append(block.sent)
-        texts = [*assembly.texts("brief")]
-        texts += [heading + "\n" + "\n".join(lines) for heading, lines in sections.items() if lines]
-        return format_turn_context(texts)
-
-
-def _heading(block: ContextBlock) -> str | None:
-    for group in block.groups:
-        if group.startswith("section:"):
-            return group.removeprefix("section:")
-    return None
-
-
-def _is_fact(block: ContextBlock) -> bool:
-    return _heading(block) == KNOWN_FACTS
-
-
-def _is_hit(block: ContextBlock) -> bool:
-    return _heading(block) == RELEVANT_CONTEXT
-
-
-def _is_graph(block: ContextBlock) -> bool:
-    return _heading(block) == GRAPH_CONTEXT
 
 
 def _describe(exc: BaseException) -> str:

@@ -39,6 +39,7 @@ from cogitator_memory.items.services import MemoryItems
 
 if TYPE_CHECKING:
     from cogitator_memory.context.built import BuiltContext
+    from cogitator_memory.context.seams import Retriever
     from cogitator_memory.embeddings.types import EmbeddingStore
     from cogitator_memory.scope import Scope
 
@@ -89,6 +90,19 @@ class ContextBuilder:
         if self.deps.memory_items is None:
             self.deps.memory_items = MemoryItems(clock=self.deps.clock)
         return self.deps.memory_items
+
+    def retriever(self) -> Retriever:
+        """The recall search of hybrid: the deps' one, or a ``MemoryRetriever`` kept for the
+        builder's lifetime (it caches the vectors of the turns it embedded)."""
+        if self.deps.retriever is None:
+            from cogitator_memory.search.retriever import MemoryRetriever
+
+            self.deps.retriever = MemoryRetriever(
+                embedding_service=self.deps.embedding_service,
+                store=self.deps.store,
+                reranker=self.deps.reranker,
+            )
+        return self.deps.retriever
 
     def embedding_service(self) -> EmbeddingService | None:
         if self.deps.embedding_service is not None:

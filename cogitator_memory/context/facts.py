@@ -14,11 +14,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from cogitator_memory.context.assembler import ContextBlock
 from cogitator_memory.context.seams import Observation
-from cogitator_memory.context.turn_context import KNOWN_FACTS, OBSERVATIONS, line_tokens
+from cogitator_memory.context.turn_context import (
+    KNOWN_FACTS,
+    OBSERVATIONS,
+    line_tokens,
+    turn_groups,
+)
 from cogitator_memory.items.models import ItemKind, ItemStatus, MemoryItem
 from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.services import MemoryItems, same_value
@@ -26,6 +32,7 @@ from cogitator_memory.scope import Scope
 
 __all__ = [
     "MAX_OBSERVATIONS",
+    "FactsRead",
     "fact_blocks",
     "fact_text",
     "observation_blocks",
@@ -37,7 +44,6 @@ __all__ = [
 
 MAX_OBSERVATIONS = 3
 FIRST_KINDS = (ItemKind.INSTRUCTION.value, ItemKind.PREFERENCE.value)
-TURN_GROUP = "message:turn"
 
 
 def _narrowness(item: MemoryItem) -> int:
@@ -95,13 +101,23 @@ def previous_values(
     return previous
 
 
+@dataclass(frozen=True)
+class FactsRead:
+    """The facts in the order they are offered, the values they replaced (by item id),
+    and every item the run sees (what recall searches)."""
+
+    facts: list[MemoryItem]
+    previous: dict[str, str]
+    visible: list[MemoryItem]
+
+
 def read_facts(
     items: MemoryItems, scope: MemoryScope, *, as_of: datetime, access: Scope | None
-) -> tuple[list[MemoryItem], dict[str, str]]:
-    """The facts of a run of ``scope`` at ``as_of`` in the order they are offered, and the
-    values they replaced. Raises what the store raises."""
-    facts = one_state_per_slot(items.query(scope, as_of=as_of, access=access))
-    return facts, previous_values(facts, scope, access=access)
+) -> FactsRead:
+    """The facts of a run of ``scope`` at ``as_of``. Raises what the store raises."""
+    visible = items.query(scope, as_of=as_of, access=access)
+    facts = one_state_per_slot(visible)
+    return FactsRead(facts, previous_values(facts, scope, access=access), visible)
 
 
 def fact_text(item: MemoryItem) -> str:
@@ -127,7 +143,7 @@ def fact_blocks(facts: Sequence[MemoryItem], previous: dict[str, str]) -> list[C
                 line_tokens(line),
                 source_id=item.pk,
                 rendered=line,
-                groups=(TURN_GROUP, f"section:{KNOWN_FACTS}"),
+                groups=turn_groups(KNOWN_FACTS),
                 payload=item,
             )
         )
@@ -173,7 +189,7 @@ def observation_blocks(observations: Sequence[Observation]) -> list[ContextBlock
                 line_tokens(line),
                 source_id=observation.entity_id,
                 rendered=line,
-                groups=(TURN_GROUP, f"section:{OBSERVATIONS}"),
+                groups=turn_groups(OBSERVATIONS),
                 payload=observation,
             )
         )

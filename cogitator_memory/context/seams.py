@@ -27,7 +27,9 @@ __all__ = [
 
 class Retriever(Protocol):
     """The recall search of hybrid (``search/retriever.py`` ``MemoryRetriever``): turns and
-    items for the input, best first."""
+    items for the input, best first. ``history`` gives the turns to search; or
+    ``thread_id`` with ``before_seq`` (and ``leaf_id`` for another branch) has the
+    retriever search the thread's message index. ``held``: ids already in the context."""
 
     def retrieve(
         self,
@@ -45,6 +47,7 @@ class Retriever(Protocol):
         item_cosines: dict[str, float] | None = None,
         access: Scope | None = None,
         limit: int = 20,
+        leaf_id: str | None = None,
     ) -> Retrieval: ...
 
 

@@ -4,7 +4,7 @@ shared ones) nearest to the input, other than messages, which are the history's.
 from __future__ import annotations
 
 from cogitator_memory.context.assembler import ContextBlock
-from cogitator_memory.context.turn_context import RELEVANT_CONTEXT, line_tokens
+from cogitator_memory.context.turn_context import RELEVANT_CONTEXT, line_tokens, turn_groups
 from cogitator_memory.embeddings.message_index import MESSAGE_SOURCE_TYPE
 from cogitator_memory.embeddings.services import EmbeddingService
 from cogitator_memory.embeddings.types import EmbeddingFilter, EmbeddingStore, SearchHit
@@ -15,7 +15,6 @@ __all__ = ["SEMANTIC_RESULTS", "search_results", "semantic_blocks"]
 
 # Search results a turn considers; those that fit go in.
 SEMANTIC_RESULTS = 10
-TURN_GROUPS = ("message:turn", f"section:{RELEVANT_CONTEXT}")
 
 
 def search_results(
@@ -55,7 +54,7 @@ def semantic_blocks(hits: list[SearchHit]) -> list[ContextBlock]:
                 line_tokens(line),
                 source_id=hit.embedding.source_id,
                 rendered=line,
-                groups=TURN_GROUPS,
+                groups=turn_groups(RELEVANT_CONTEXT),
                 payload=hit,
             )
         )

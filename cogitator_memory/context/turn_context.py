@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from cogitator_memory.tokens import MESSAGE_OVERHEAD, count_tokens
+
+if TYPE_CHECKING:
+    from cogitator_memory.context.assembler import ContextBlock
 
 __all__ = [
     "CLOSE_TAG",
@@ -25,10 +29,15 @@ __all__ = [
     "OBSERVATIONS",
     "OPEN_TAG",
     "RELEVANT_CONTEXT",
+    "TURN_SECTIONS",
     "extend_turn_context",
     "format_turn_context",
+    "framing_tokens",
+    "heading",
     "line_tokens",
+    "section_group",
     "section_tokens",
+    "turn_groups",
     "turn_message_tokens",
     "without_turn_context",
 ]
@@ -42,6 +51,21 @@ RELEVANT_CONTEXT = "Relevant context:"
 GRAPH_CONTEXT = "Graph context:"
 EARLIER_IN_CONVERSATION = "Earlier in this conversation:"
 FROM_MEMORY = "From memory:"
+# The sections of the turn's memory context, in the order they are sent (after the brief).
+TURN_SECTIONS = (
+    KNOWN_FACTS,
+    OBSERVATIONS,
+    RELEVANT_CONTEXT,
+    GRAPH_CONTEXT,
+    EARLIER_IN_CONVERSATION,
+    FROM_MEMORY,
+)
+# The framing groups of blocks (``ContextBlock.groups``): a message, a section.
+SYSTEM_GROUP = "message:system"
+TURN_GROUP = "message:turn"
+SECTION_PREFIX = "section:"
+# Between the parts of the system message.
+PART_SEPARATOR = "\n\n"
 
 # A block at the very start of a text, and the blank lines after it.
 _LEADING_BLOCK = re.compile(
@@ -94,3 +118,28 @@ def section_tokens(heading: str) -> int:
 def turn_message_tokens() -> int:
     """What the turn's user message costs besides its sections: the message and the tags."""
     return MESSAGE_OVERHEAD + count_tokens(f"{OPEN_TAG}\n\n{CLOSE_TAG}")
+
+
+def section_group(heading: str) -> str:
+    """The framing group of a section of the turn's memory context."""
+    return SECTION_PREFIX + heading
+
+
+def turn_groups(heading: str) -> tuple[str, str]:
+    """The groups of a line under ``heading``: the turn's message and the section."""
+    return (TURN_GROUP, section_group(heading))
+
+
+def heading(block: ContextBlock) -> str | None:
+    """The section a block is listed under, or None."""
+    for group in block.groups:
+        if group.startswith(SECTION_PREFIX):
+            return group.removeprefix(SECTION_PREFIX)
+    return None
+
+
+def framing_tokens() -> dict[str, int]:
+    """What each framing group costs, paid once by its first kept block."""
+    costs = {SYSTEM_GROUP: MESSAGE_OVERHEAD, TURN_GROUP: turn_message_tokens()}
+    costs.update({section_group(name): section_tokens(name) for name in TURN_SECTIONS})
+    return costs

@@ -167,3 +167,18 @@ def test_a_required_block_larger_than_what_is_left_is_oversized() -> None:
 def test_a_negative_budget_is_refused() -> None:
     with pytest.raises(InvalidContextConfig, match="A budget is a whole number"):
         ContextAssembler().assemble(-1, [])
+
+
+def test_a_claim_holds_room_for_blocks_not_known_yet_and_a_limit_caps_a_partition() -> None:
+    history = [block("recent", 100, f"entry{i}") for i in range(20)]
+    # recall will want up to 60 % of 1000, the facts' unused 15 % and the 50 the history's
+    # 25 % could not use (entries of 100)
+    first = ContextAssembler(hybrid=True).assemble(1000, history, claims={"recall": 1000})
+    assert first.claimed == {"recall": 800}
+    assert first.tokens == {"recent": 200}
+    # once recall is known, it is capped at what it was held and the history keeps its room
+    recall = [block("recall", 50, f"hit{i}") for i in range(20)]
+    final = ContextAssembler(hybrid=True).assemble(
+        1000, [*recall, *history], limits={"recall": 300}
+    )
+    assert final.tokens == {"recall": 300, "recent": 700}

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from cogitator_memory.context.builder import ContextBuilder
 from cogitator_memory.context.config import ContextBuilderConfig, ContextBuilderDeps
+from cogitator_memory.search.retrieval_types import QueryAnalysis, RecallHit, Retrieval
 from cogitator_memory.threads import services
 from cogitator_memory.tokens import count_messages_tokens
 from tests.context.support import AGENT, new_thread
@@ -32,6 +33,17 @@ entry_kinds = st.tuples(
     st.integers(min_value=0, max_value=400),
 )
 shares = st.one_of(st.none(), st.floats(min_value=0, max_value=0.5))
+
+
+class EveryTurn:
+    """A retriever that recalls every older turn it is given, oldest first."""
+
+    def retrieve(self, **kwargs: Any) -> Retrieval:
+        hits = [
+            RecallHit("entry", entry.pk, 1.0, {}, entry=entry)
+            for entry in kwargs.get("history", ())
+        ]
+        return Retrieval(QueryAnalysis(True, "general", None, ()), hits)
 
 
 def write(thread: str, kinds: list[tuple[str, int]]) -> None:
@@ -71,7 +83,7 @@ def write(thread: str, kinds: list[tuple[str, int]]) -> None:
     reserve=st.one_of(st.none(), st.integers(min_value=0, max_value=600)),
     facts_share=shares,
     recall_share=shares,
-    strategy=st.sampled_from(["recent", "relevant"]),
+    strategy=st.sampled_from(["recent", "relevant", "hybrid"]),
     system_words=st.integers(min_value=0, max_value=300),
     pinned_words=st.lists(st.integers(min_value=1, max_value=200), max_size=3),
     brief_words=st.integers(min_value=0, max_value=200),
@@ -98,6 +110,8 @@ def test_a_built_context_never_exceeds_its_budget(
         partitions["facts"] = {"share": facts_share}
     if recall_share is not None:
         partitions["recall"] = {"share": recall_share}
+    elif strategy == "hybrid" and facts_share is not None and facts_share > 0.4:
+        partitions["recall"] = {"share": 1 - facts_share}
     config = ContextBuilderConfig(
         max_tokens=max_tokens,
         reserve_tokens=reserve,
@@ -105,7 +119,9 @@ def test_a_built_context_never_exceeds_its_budget(
         partitions=partitions,
         include_semantic_context=semantic,
     )
-    deps = ContextBuilderDeps(embedding_service=ConceptEmbeddings(), message_index=False)
+    deps = ContextBuilderDeps(
+        embedding_service=ConceptEmbeddings(), message_index=False, retriever=EveryTurn()
+    )
     context = ContextBuilder(config, deps).build(
         thread,
         AGENT,

@@ -1,0 +1,106 @@
+"""The recall of hybrid: what the retriever finds past the history the budget keeps.
+
+Without the message index the builder scores the newest 200 turns older than the history
+itself (embedded once per builder) and gives the retriever those turns and cosines; with
+it, the retriever searches the thread's vectors in the store before the oldest turn the
+history keeps, so recall reaches the whole thread. A scoring that fails leaves a recall
+without vectors (an empty set of cosines) and a relevance error.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, get_args
+from zoneinfo import ZoneInfo
+
+from cogitator_memory.context.assembler import ContextBlock
+from cogitator_memory.context.built import ContextBuildError, ErrorSource
+from cogitator_memory.context.recall import RECALL_LIMIT, recall_blocks
+from cogitator_memory.context.relevance import SCORED_ENTRIES, cosines_in_process
+
+if TYPE_CHECKING:
+    from cogitator_memory.context.build import ContextBuild
+    from cogitator_memory.threads.models import Entry
+
+__all__ = ["older_cosines", "recall_for_turn"]
+
+ERROR_SOURCES = frozenset(get_args(ErrorSource))
+
+
+def recall_for_turn(
+    run: ContextBuild, history: list[Entry], held_facts: list[str]
+) -> list[ContextBlock]:
+    """Older turns and items the retriever finds for the input, as recall blocks."""
+    assert run.current_input is not None
+    text = run.current_input
+    retriever = run.builder.retriever()
+    oldest = history[0].seq if history else None
+    older = [entry for entry in run.conversation if oldest is None or entry.seq < oldest]
+    if run.builder.uses_message_index():
+        # The vectors are in the store: the retriever searches the whole thread
+        # before the history kept, compacted entries included.
+        where: dict[str, Any] = {
+            "thread_id": run.thread_id,
+            "before_seq": oldest,
+            "leaf_id": run.leaf_id,
+        }
+        cosines: dict[str, float] | None = None
+    else:
+        where = {"history": older, "thread_id": run.thread_id if older else None}
+        cosines = older_cosines(run, text, older)
+    held = [*(entry.pk for entry in history), *held_facts]
+    retrieval = run.attempt(
+        "relevance",
+        lambda: retriever.retrieve(
+            input=text,
+            anchor=run.as_of,
+            time_zone=run.time_zone,
+            held=held,
+            cosines=cosines,
+            items=run.visible_items,
+            scope=run.memory_scope,
+            access=run.access,
+            limit=RECALL_LIMIT,
+            **where,
+        ),
+        None,
+    )
+    if retrieval is None:
+        return []
+    for error in retrieval.errors:
+        source: ErrorSource = (
+            error.source if error.source in ERROR_SOURCES else "relevance"  # type: ignore[assignment]
+        )
+        run.errors.append(ContextBuildError(source, error.message))
+    path = {entry.pk for entry in run.conversation}
+    return run.attempt(
+        "history",
+        lambda: recall_blocks(
+            retrieval.hits,
+            zone=ZoneInfo(run.time_zone),
+            as_of=run.as_of,
+            path=path,
+            in_context={entry.pk for entry in history},
+            held_items=set(held_facts),
+        ),
+        [],
+    )
+
+
+def older_cosines(run: ContextBuild, text: str, older: list[Entry]) -> dict[str, float]:
+    """Cosines of the newest 200 older turns to the input, embedded once per builder;
+    empty (a recall without vectors) without a service or when scoring fails."""
+    service = run.builder.embedding_service()
+    if service is None or not older:
+        return {}
+    scores = run.attempt(
+        "relevance",
+        lambda: cosines_in_process(
+            text,
+            older[-SCORED_ENTRIES:],
+            service=service,
+            entry_vectors=run.builder.entry_vectors,
+            input_vectors=run.builder.input_vectors,
+        ),
+        None,
+    )
+    return scores if scores is not None else {}
