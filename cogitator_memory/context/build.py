@@ -119,7 +119,6 @@ class ContextBuild:
         self.semantic_hits: list[Any] = []
         self.graph: Any = None
         self.fact_items: list[MemoryItem] = []
-        self.visible_items: list[MemoryItem] | None = None
         self.recall_errors: list[ContextBuildError] = []
         # Raises InvalidInput for ids that cannot name a scope.
         self.memory_scope = MemoryScope(agent_id, user_id=user_id, thread_id=thread_id)
@@ -219,7 +218,6 @@ class ContextBuild:
         )
         if read is None:
             return []
-        self.visible_items = read.visible
         self.fact_items = read.facts
         return fact_blocks(read.facts, read.previous)
 

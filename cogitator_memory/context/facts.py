@@ -40,6 +40,7 @@ __all__ = [
     "one_state_per_slot",
     "previous_values",
     "read_facts",
+    "recallable_items",
 ]
 
 MAX_OBSERVATIONS = 3
@@ -103,21 +104,34 @@ def previous_values(
 
 @dataclass(frozen=True)
 class FactsRead:
-    """The facts in the order they are offered, the values they replaced (by item id),
-    and every item the run sees (what recall searches)."""
+    """The facts in the order they are offered, and the values they replaced (by id)."""
 
     facts: list[MemoryItem]
     previous: dict[str, str]
-    visible: list[MemoryItem]
 
 
 def read_facts(
     items: MemoryItems, scope: MemoryScope, *, as_of: datetime, access: Scope | None
 ) -> FactsRead:
     """The facts of a run of ``scope`` at ``as_of``. Raises what the store raises."""
-    visible = items.query(scope, as_of=as_of, access=access)
-    facts = one_state_per_slot(visible)
-    return FactsRead(facts, previous_values(facts, scope, access=access), visible)
+    facts = one_state_per_slot(items.query(scope, as_of=as_of, access=access))
+    return FactsRead(facts, previous_values(facts, scope, access=access))
+
+
+def recallable_items(
+    scope: MemoryScope, *, as_of: datetime, access: Scope | None
+) -> list[MemoryItem]:
+    """The items recall searches: those a run of ``scope`` sees that memory holds (active
+    or superseded, not let go, stale or rejected) and that began by ``as_of``, whether they
+    still hold or held before, newest first. Raises what the store raises."""
+    found = MemoryItem.objects.seen_from(scope).filter(
+        status__in=[ItemStatus.ACTIVE, ItemStatus.SUPERSEDED],
+        expired_at__isnull=True,
+        valid_from__lte=as_of,
+    )
+    if access is not None:
+        found = found.visible_to(access)
+    return list(found.select_related("subject").order_by("-valid_from", "-recorded_at", "-id"))
 
 
 def fact_text(item: MemoryItem) -> str:

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 from cogitator_memory.context.assembler import ContextBlock
 from cogitator_memory.context.built import ContextBuildError, ErrorSource
+from cogitator_memory.context.facts import recallable_items
 from cogitator_memory.context.recall import RECALL_LIMIT, recall_blocks
 from cogitator_memory.context.relevance import SCORED_ENTRIES, cosines_in_process
 
@@ -48,6 +49,11 @@ def recall_for_turn(
         where = {"history": older, "thread_id": run.thread_id if older else None}
         cosines = older_cosines(run, text, older)
     held = [*(entry.pk for entry in history), *held_facts]
+    items = run.attempt(
+        "facts",
+        lambda: recallable_items(run.memory_scope, as_of=run.as_of, access=run.access),
+        None,
+    )
     retrieval = run.attempt(
         "relevance",
         lambda: retriever.retrieve(
@@ -56,7 +62,7 @@ def recall_for_turn(
             time_zone=run.time_zone,
             held=held,
             cosines=cosines,
-            items=run.visible_items,
+            items=items,
             scope=run.memory_scope,
             access=run.access,
             limit=RECALL_LIMIT,

@@ -146,8 +146,8 @@ def recall_blocks(
     ids), items the facts did not keep (``held_items``)."""
     turns = [hit.entry for hit in hits if hit.kind == "entry" and hit.entry is not None]
     turns = [entry for entry in turns if entry.pk not in in_context]
-    skip = {*in_context, *(entry.pk for entry in turns)}
-    pairs = neighbours(turns, path=path, skip=skip) if turns else {}
+    # A neighbour that recall found too is shown once, next to the better of the two.
+    pairs = neighbours(turns, path=path, skip=in_context) if turns else {}
     blocks: list[ContextBlock] = []
     shown: set[str] = set()
     for hit in hits:
