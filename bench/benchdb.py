@@ -1,15 +1,20 @@
 """The databases the benchmarks run on: a SQLite file, or a database on an embedded
-PostgreSQL 18 with pgvector; and Django set up on one of them."""
+PostgreSQL 18 with pgvector; Django set up on one of them; a benchmark's measurement run
+in a child process per database; and the percentiles its figures are given in."""
 
 from __future__ import annotations
 
+import json
 import os
+import statistics
+import subprocess
 import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
@@ -83,3 +88,35 @@ def setup_django(database_url: str) -> None:
 
     django.setup()
     call_command("migrate", verbosity=0, interactive=False)
+
+
+def run_child(script: str, database: str, *arguments: str) -> dict[str, Any]:
+    """Run ``script --worker database *arguments`` in a child process and return the JSON
+    object the last line of its stdout holds. Each database is measured in a process of
+    its own, since Django configures one database per process. The child's stderr (its
+    progress) is passed on; a child that fails stops the run."""
+    command = [sys.executable, script, "--worker", database, *arguments]
+    done = subprocess.run(
+        command,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(BENCH_DIR)},
+    )
+    sys.stderr.write(done.stderr)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise SystemExit(f"The {database} benchmark failed (exit code {done.returncode}).")
+    return dict(json.loads(lines[-1]))
+
+
+def p50_p95(samples: list[float]) -> tuple[float, float]:
+    """The median and the 95th percentile (nearest rank, rounded down) of ``samples``."""
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[max(0, int(len(ordered) * 0.95) - 1)]
+
+
+def percentiles(samples: list[float]) -> list[float]:
+    """``p50_p95`` of ``samples`` rounded to the microsecond, for milliseconds."""
+    return [round(value, 3) for value in p50_p95(samples)]

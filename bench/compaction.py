@@ -24,17 +24,13 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import statistics
-import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
-from benchdb import database_opener, setup_django
+from benchdb import database_opener, percentiles, run_child, setup_django
 
-BENCH_DIR = Path(__file__).resolve().parent
 AGENT = "bench-compaction"
 GROWTH_TARGET = 2.0
 READS = 50
@@ -119,11 +115,6 @@ def bulk_thread(size: int) -> str:
     return str(thread.pk)
 
 
-def percentiles(samples: list[float]) -> list[float]:
-    samples = sorted(samples)
-    return [round(statistics.median(samples), 3), round(samples[int(len(samples) * 0.95) - 1], 3)]
-
-
 def measure(database: str, quick: bool) -> dict[str, Any]:
     opener = database_opener(database, prefix="compaction", pg_name="bench_compaction")
     report: dict[str, Any] = {"database": database}
@@ -188,26 +179,18 @@ def measure(database: str, quick: bool) -> dict[str, Any]:
     return report
 
 
-def run_child(database: str, quick: bool) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--child", database] + (["--quick"] if quick else [])
-    finished = subprocess.run(command, capture_output=True, text=True, check=False)
-    sys.stderr.write(finished.stderr)
-    if finished.returncode != 0:
-        raise SystemExit(f"{database} failed:\n{finished.stderr}")
-    return dict(json.loads(finished.stdout.strip().splitlines()[-1]))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
-    parser.add_argument("--child", choices=["sqlite", "postgres"], help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=["sqlite", "postgres"], help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child:
-        print(json.dumps(measure(args.child, args.quick)))
+    if args.worker:
+        print(json.dumps(measure(args.worker, args.quick)))
         return
     databases = ["sqlite", "postgres"] if args.db == "both" else [args.db]
-    results = {database: run_child(database, args.quick) for database in databases}
+    quick = ["--quick"] if args.quick else []
+    results = {database: run_child(__file__, database, *quick) for database in databases}
     for database, report in results.items():
         long = report["long_thread"]
         print(f"\n== {database} ==")

@@ -29,13 +29,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import subprocess
 import sys
 import time
 from typing import Any
 
-from benchdb import BENCH_DIR, ROOT, database_opener, setup_django
+from benchdb import BENCH_DIR, database_opener, percentiles, run_child, setup_django
 
 SIZES = {"small": 100, "large": 10_000}
 VERSIONS_PER_FILE = 10
@@ -272,14 +270,6 @@ def measure(database: str, quick: bool) -> dict[str, Any]:
     return report
 
 
-def percentiles(samples: list[float]) -> list[float]:
-    ordered = sorted(samples)
-    return [
-        round(statistics.median(ordered), 3),
-        round(ordered[max(0, int(len(ordered) * 0.95) - 1)], 3),
-    ]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -293,14 +283,7 @@ def main() -> None:
     results = {}
     load_before = os.getloadavg()[0]
     for database in databases:
-        command = [sys.executable, __file__, "--worker", database]
-        command += ["--quick"] if args.quick else []
-        output = subprocess.run(
-            command, cwd=ROOT, capture_output=True, text=True, check=True,
-            env={**os.environ, "PYTHONPATH": str(BENCH_DIR)},
-        )  # fmt: skip
-        sys.stderr.write(output.stderr)
-        results[database] = json.loads(output.stdout.strip().splitlines()[-1])
+        results[database] = run_child(__file__, database, *(["--quick"] if args.quick else []))
     met_everywhere = True
     for database, report in results.items():
         small, large = (SIZES[size] for size in ("small", "large"))

@@ -23,18 +23,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-from benchdb import database_opener, setup_django
+from benchdb import database_opener, p50_p95, percentiles, run_child, setup_django
 
-BENCH_DIR = Path(__file__).resolve().parent
-ROOT = BENCH_DIR.parent
 AGENT = "bench-agent"
 USERS = 100
 SUBJECTS_PER_USER = 5
@@ -147,8 +142,7 @@ def timed(call: Any, count: int) -> tuple[float, float]:
         start = time.perf_counter()
         call()
         samples.append((time.perf_counter() - start) * 1000)
-    samples.sort()
-    return statistics.median(samples), samples[int(len(samples) * 0.95) - 1]
+    return p50_p95(samples)
 
 
 def measure(database: str, quick: bool) -> dict[str, Any]:
@@ -201,12 +195,8 @@ def measure(database: str, quick: bool) -> dict[str, Any]:
             write(number)
             samples.append((time.perf_counter() - began) * 1000)
         elapsed = time.perf_counter() - start
-        samples.sort()
         report["writes_per_second"] = round(WRITES / elapsed, 1)
-        report["write_ms"] = [
-            round(statistics.median(samples), 3),
-            round(samples[int(len(samples) * 0.95) - 1], 3),
-        ]
+        report["write_ms"] = percentiles(samples)
         report["load_average_1min"] = os.getloadavg()[0]
 
         # Extraction: model calls per 100 turns of about 40 tokens each.
@@ -245,14 +235,7 @@ def main() -> None:
     databases = ["sqlite", "postgres"] if args.db == "both" else [args.db]
     results = {}
     for database in databases:
-        command = [sys.executable, __file__, "--worker", database]
-        command += ["--quick"] if args.quick else []
-        output = subprocess.run(
-            command, cwd=ROOT, capture_output=True, text=True, check=True,
-            env={**os.environ, "PYTHONPATH": str(BENCH_DIR)},
-        )  # fmt: skip
-        sys.stderr.write(output.stderr)
-        results[database] = json.loads(output.stdout.strip().splitlines()[-1])
+        results[database] = run_child(__file__, database, *(["--quick"] if args.quick else []))
     for database, report in results.items():
         figures = {int(size): value for size, value in report["sizes"].items()}
         sizes = " vs ".join(f"{size:,}" for size in sorted(figures))
