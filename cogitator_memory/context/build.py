@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from cogitator_memory.compaction.history import COMPACTION, read_compacted_history
+from cogitator_memory.compaction.history import COMPACTION
 from cogitator_memory.context.assembler import Assembly, ContextBlock
 from cogitator_memory.context.built import (
     BuiltContext,
@@ -28,6 +28,7 @@ from cogitator_memory.context.history import (
 )
 from cogitator_memory.context.hybrid import recall_for_turn
 from cogitator_memory.context.layout import built_context, history_kept, is_fact
+from cogitator_memory.context.reading import read_history
 from cogitator_memory.context.relevance import (
     SCORED_ENTRIES,
     cosines_from_index,
@@ -116,6 +117,7 @@ class ContextBuild:
         self.warnings: list[str] = []
         self.summary: Entry | None = None
         self.conversation: list[Entry] = []
+        self.history_complete = True
         self.semantic_hits: list[Any] = []
         self.graph: Any = None
         self.fact_items: list[MemoryItem] = []
@@ -136,13 +138,39 @@ class ContextBuild:
             self.errors.append(ContextBuildError(source, _describe(exc), exc))
             return default
 
+    def history_bound(self) -> Callable[[Entry], bool] | None:
+        """When a thread without compactions has been read far enough: past what a recent
+        run can hold (tool results at the cost of their note), and past the newest 200
+        entries for relevant without the message index. None: read the whole history
+        (relevant through the index, hybrid without it, search all of it)."""
+        indexed = self.builder.uses_message_index()
+        strategy = self.config.strategy
+        if (strategy == "relevant" and indexed) or (strategy == "hybrid" and not indexed):
+            return None
+        if strategy == "relevant" and not self.current_input:
+            strategy = "recent"
+        entries_needed = SCORED_ENTRIES if strategy == "relevant" else 0
+        tokens = 0
+        count = 0
+
+        def enough(entry: Entry) -> bool:
+            nonlocal tokens, count
+            block = entry_block(entry)
+            tokens += min(block.tokens, block.fallback.tokens if block.fallback else block.tokens)
+            count += 1
+            return tokens > self.available and count >= entries_needed
+
+        return enough
+
     def load_history(self) -> None:
-        empty: list[Entry] = []
-        history = self.attempt(
+        bound = self.history_bound()
+        read = self.attempt(
             "history",
-            lambda: read_compacted_history(self.thread_id, self.leaf_id, scope=self.access),
-            empty,
+            lambda: read_history(self.thread_id, self.leaf_id, scope=self.access, enough=bound),
+            None,
         )
+        history = read.entries if read is not None else []
+        self.history_complete = read is None or read.complete
         if history and history[0].type == COMPACTION:
             self.summary = history[0]
             history = history[1:]
@@ -365,7 +393,9 @@ class ContextBuild:
                 overheads=framing_tokens(),
                 claims={"recall": self.available},
             )
-            history, _ = history_kept(first, selection.run, self.conversation)
+            history, _ = history_kept(
+                first, selection.run, self.conversation, complete=self.history_complete
+            )
             held_facts = [block.payload.pk for block in first.kept["facts"] if is_fact(block)]
             recall = recall_for_turn(self, [block.payload[0] for block in history], held_facts)
             recalled_items = [

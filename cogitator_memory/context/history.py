@@ -113,11 +113,14 @@ def summary_block(entry: Any) -> ContextBlock:
     )
 
 
-def trim_to_turn_start(kept: Sequence[Any], history: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+def trim_to_turn_start(
+    kept: Sequence[Any], history: Sequence[Any], *, complete: bool = True
+) -> tuple[list[Any], list[Any]]:
     """``kept`` (a run of the newest entries of ``history``, oldest first) without the
     replies at its start whose message was left out, so a reply never appears without the
-    message it answers. Returns (kept, trimmed)."""
-    if not kept or not history or kept[0].pk == history[0].pk:
+    message it answers; a run from the start of a ``complete`` history is kept whole.
+    Returns (kept, trimmed)."""
+    if not kept or (complete and history and kept[0].pk == history[0].pk):
         return list(kept), []
     start = 0
     while start < len(kept) and not is_turn_start(kept[start]):

@@ -47,14 +47,14 @@ __all__ = [
 
 
 def history_kept(
-    assembly: Assembly, run: bool, conversation: Sequence[Entry]
+    assembly: Assembly, run: bool, conversation: Sequence[Entry], *, complete: bool = True
 ) -> tuple[list[ContextBlock], list[DroppedBlock]]:
     """The history blocks kept, oldest first, and those a reply's start trimmed."""
     kept = sorted(assembly.kept["recent"], key=lambda block: block.payload[0].seq)
     if not run:
         return kept, []
     entries = [block.payload[0] for block in kept]
-    _, trimmed = trim_to_turn_start(entries, conversation)
+    _, trimmed = trim_to_turn_start(entries, conversation, complete=complete)
     if not trimmed:
         return kept, []
     gone = {entry.pk for entry in trimmed}

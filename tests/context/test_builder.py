@@ -4,6 +4,7 @@ and cache breakpoints, on both databases."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -18,8 +19,10 @@ from cogitator_memory.exceptions import (
 )
 from cogitator_memory.scope import Scope
 from cogitator_memory.threads import services
+from cogitator_memory.threads.models import Thread
 from cogitator_memory.tokens import count_entry_tokens
 from tests.context.support import AGENT, contents, conversation, new_thread, say
+from tests.factories import create_branch
 
 pytestmark = pytest.mark.django_db
 
@@ -105,14 +108,12 @@ def test_recent_keeps_the_newest_messages_as_one_run_in_conversation_order() -> 
     assert contents(context.messages) == [entry.content for entry in entries[-6:]]
     assert context.partitions == {"recent": cost * 6}
     assert context.token_count == cost * 6
+    # and the history is read back one entry past what the budget holds, no further
     assert context.truncated is True
-    assert context.dropped.entries == entries[:-6]
-    assert [block.source_id for block in context.dropped.blocks] == [
-        entry.pk for entry in reversed(entries[:-6])
-    ]
-    assert {block.reason for block in context.dropped.blocks} == {"budget"}
-    assert context.dropped.token_count == cost * 14
-    assert context.metadata.original_message_count == 20
+    assert context.dropped.entries == [entries[-7]]
+    assert [(b.source_id, b.reason) for b in context.dropped.blocks] == [(entries[-7].pk, "budget")]
+    assert context.dropped.token_count == cost
+    assert context.metadata.original_message_count == 7
     assert context.metadata.included_message_count == 6
     assert context.memory_context is None
 
@@ -125,9 +126,34 @@ def test_a_message_that_does_not_fit_ends_the_run_even_if_older_ones_would() -> 
     newest = say(thread, "user", "short question")
     context = builder(max_tokens=100, reserve_tokens=0).build(thread, AGENT)
     assert contents(context.messages) == [newest.content]
-    assert context.dropped.entries == [old, reply, big]
     reasons = {block.source_id: block.reason for block in context.dropped.blocks}
-    assert reasons == {big.pk: "oversized", reply.pk: "budget", old.pk: "budget"}
+    assert reasons == {big.pk: "oversized"}
+    # the older ones could never be in the run: they are not read
+    assert context.dropped.entries == [big]
+    assert context.truncated is True
+    # on a compacted thread the history is read to the compaction, and all of it reported
+    services.add_entry(
+        thread,
+        type="compaction",
+        event={"strategy": "summary", "summary": "Hi.", "first_kept_entry_id": old.pk},
+    )
+    say(thread, "user", "short question")
+    context = builder(max_tokens=100, reserve_tokens=0).build(thread, AGENT)
+    reasons = {block.source_id: block.reason for block in context.dropped.blocks}
+    assert reasons[big.pk] == "oversized"
+    assert reasons[reply.pk] == reasons[old.pk] == "budget"
+
+
+def test_a_long_thread_is_read_only_as_far_as_the_budget_reaches(
+    django_assert_max_num_queries: Any,
+) -> None:
+    thread = new_thread()
+    create_branch(Thread.objects.get(pk=thread), 5000)
+    with django_assert_max_num_queries(8):
+        context = builder(max_tokens=300, reserve_tokens=0).build(thread, AGENT)
+    assert context.metadata.original_message_count == context.metadata.included_message_count + 1
+    assert context.truncated is True
+    assert 0 < context.token_count <= 300
 
 
 def test_a_reply_never_appears_without_the_message_it_answers() -> None:

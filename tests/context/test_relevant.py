@@ -167,7 +167,7 @@ def test_a_history_that_fails_to_load_is_reported_and_the_rest_is_built(
     def down(*args: Any, **kwargs: Any) -> list[Any]:
         raise OperationalError("could not connect to server")
 
-    monkeypatch.setattr(build_module, "read_compacted_history", down)
+    monkeypatch.setattr(build_module, "read_history", down)
     context = relevant().build(thread, AGENT, system_prompt="Hi.", current_input="car")
     assert context.messages == [{"role": "system", "content": "Hi."}]
     assert [(e.source, e.message) for e in context.errors] == [
