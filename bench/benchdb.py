@@ -4,6 +4,7 @@ in a child process per database; and the percentiles its figures are given in.""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -94,21 +95,40 @@ def run_child(script: str, database: str, *arguments: str) -> dict[str, Any]:
     """Run ``script --worker database *arguments`` in a child process and return the JSON
     object the last line of its stdout holds. Each database is measured in a process of
     its own, since Django configures one database per process. The child's stderr (its
-    progress) is passed on; a child that fails stops the run."""
-    command = [sys.executable, script, "--worker", database, *arguments]
+    progress) goes straight through; a child that fails stops the run."""
+    command = [sys.executable, str(Path(script).resolve()), "--worker", database, *arguments]
     done = subprocess.run(
         command,
         cwd=ROOT,
-        capture_output=True,
+        stdout=subprocess.PIPE,
         text=True,
         check=False,
         env={**os.environ, "PYTHONPATH": str(BENCH_DIR)},
     )
-    sys.stderr.write(done.stderr)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         raise SystemExit(f"The {database} benchmark failed (exit code {done.returncode}).")
     return dict(json.loads(lines[-1]))
+
+
+def measure_databases(
+    script: str, description: str, measure: Callable[[str, bool], dict[str, Any]]
+) -> tuple[argparse.Namespace, dict[str, dict[str, Any]]] | None:
+    """The command line a benchmark shares, ``[--quick] [--db sqlite|postgres|both]``:
+    each database chosen is measured by ``measure(database, quick)`` in a child process
+    (``run_child``), and the arguments and the results by database are returned. In the
+    child itself, prints its measurement as one JSON line and returns None."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument("--worker", choices=["sqlite", "postgres"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(measure(args.worker, args.quick), default=str))
+        return None
+    databases = ["sqlite", "postgres"] if args.db == "both" else [args.db]
+    quick = ["--quick"] if args.quick else []
+    return args, {database: run_child(script, database, *quick) for database in databases}
 
 
 def p50_p95(samples: list[float]) -> tuple[float, float]:

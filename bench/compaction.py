@@ -21,7 +21,6 @@ JSON object as the last line.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -29,7 +28,7 @@ import time
 import uuid
 from typing import Any
 
-from benchdb import database_opener, percentiles, run_child, setup_django
+from benchdb import database_opener, measure_databases, percentiles, setup_django
 
 AGENT = "bench-compaction"
 GROWTH_TARGET = 2.0
@@ -180,17 +179,10 @@ def measure(database: str, quick: bool) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
-    parser.add_argument("--worker", choices=["sqlite", "postgres"], help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker:
-        print(json.dumps(measure(args.worker, args.quick)))
+    measured = measure_databases(__file__, __doc__.split("\n\n")[0], measure)
+    if measured is None:
         return
-    databases = ["sqlite", "postgres"] if args.db == "both" else [args.db]
-    quick = ["--quick"] if args.quick else []
-    results = {database: run_child(__file__, database, *quick) for database in databases}
+    args, results = measured
     for database, report in results.items():
         long = report["long_thread"]
         print(f"\n== {database} ==")

@@ -26,14 +26,13 @@ last line.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import time
 from typing import Any
 
-from benchdb import BENCH_DIR, database_opener, percentiles, run_child, setup_django
+from benchdb import BENCH_DIR, database_opener, measure_databases, percentiles, setup_django
 
 SIZES = {"small": 100, "large": 10_000}
 VERSIONS_PER_FILE = 10
@@ -271,19 +270,11 @@ def measure(database: str, quick: bool) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
-    parser.add_argument("--worker", choices=["sqlite", "postgres"], help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker:
-        print(json.dumps(measure(args.worker, args.quick), default=str))
-        return
-    databases = ["sqlite", "postgres"] if args.db == "both" else [args.db]
-    results = {}
     load_before = os.getloadavg()[0]
-    for database in databases:
-        results[database] = run_child(__file__, database, *(["--quick"] if args.quick else []))
+    measured = measure_databases(__file__, __doc__.splitlines()[0], measure)
+    if measured is None:
+        return
+    args, results = measured
     met_everywhere = True
     for database, report in results.items():
         small, large = (SIZES[size] for size in ("small", "large"))

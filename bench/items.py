@@ -20,7 +20,6 @@ JSON object as the last line.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -28,7 +27,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from benchdb import database_opener, p50_p95, percentiles, run_child, setup_django
+from benchdb import database_opener, measure_databases, p50_p95, percentiles, setup_django
 
 AGENT = "bench-agent"
 USERS = 100
@@ -224,18 +223,10 @@ def row(name: str, figures: dict[int, Any], key: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
-    parser.add_argument("--worker", choices=["sqlite", "postgres"], help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker:
-        print(json.dumps(measure(args.worker, args.quick), default=str))
+    measured = measure_databases(__file__, __doc__.splitlines()[0], measure)
+    if measured is None:
         return
-    databases = ["sqlite", "postgres"] if args.db == "both" else [args.db]
-    results = {}
-    for database in databases:
-        results[database] = run_child(__file__, database, *(["--quick"] if args.quick else []))
+    args, results = measured
     for database, report in results.items():
         figures = {int(size): value for size, value in report["sizes"].items()}
         sizes = " vs ".join(f"{size:,}" for size in sorted(figures))

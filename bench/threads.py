@@ -42,7 +42,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from benchdb import database_opener, setup_django
+from benchdb import database_opener, run_child, setup_django
 from tqdm import tqdm
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -527,17 +527,8 @@ def run_worker(database: str, plan: Plan, profile: bool) -> None:
 
 
 def run_database(database: str, args: argparse.Namespace) -> dict[str, Any]:
-    command = [sys.executable, str(Path(__file__).resolve()), "--worker", database]
-    if args.quick:
-        command.append("--quick")
-    if args.profile:
-        command.append("--profile")
-    done = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, text=True, check=False)
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        raise SystemExit(f"The {database} benchmark failed (exit code {done.returncode}).")
-    figures: dict[str, Any] = json.loads(lines[-1])
-    return figures
+    flags = [flag for flag, on in (("--quick", args.quick), ("--profile", args.profile)) if on]
+    return run_child(__file__, database, *flags)
 
 
 def verdict(met: bool) -> str:

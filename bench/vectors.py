@@ -31,7 +31,6 @@ import os
 import platform
 import statistics
 import struct
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -41,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from benchdb import database_opener, setup_django
+from benchdb import database_opener, run_child, setup_django
 
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
@@ -432,15 +431,7 @@ def run_worker(database: str, plan: Plan) -> None:
 
 
 def run_database(database: str, args: argparse.Namespace) -> dict[str, Any]:
-    command = [sys.executable, str(Path(__file__).resolve()), "--worker", database]
-    if args.quick:
-        command.append("--quick")
-    done = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, text=True, check=False)
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        raise SystemExit(f"The {database} benchmark failed (exit code {done.returncode}).")
-    figures: dict[str, Any] = json.loads(lines[-1])
-    return figures
+    return run_child(__file__, database, *(["--quick"] if args.quick else []))
 
 
 def verdict(met: bool) -> str:
