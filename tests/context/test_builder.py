@@ -383,3 +383,43 @@ def test_as_of_defaults_to_the_clock() -> None:
     deps = ContextBuilderDeps(clock=lambda: moment)
     context = ContextBuilder(ContextBuilderConfig(max_tokens=100), deps).build(thread, AGENT)
     assert context.errors == []
+
+
+def test_a_graph_that_fails_is_reported_under_graph() -> None:
+    from cogitator_memory.context.config import ContextBuilderDeps
+
+    class Down:
+        def graph_context(self, **kwargs: object) -> GraphContext:
+            raise TimeoutError("graph store timed out")
+
+    thread = new_thread()
+    say(thread, "user", "hello")
+    config = ContextBuilderConfig(max_tokens=1000, include_graph_context=True)
+    context = ContextBuilder(config, ContextBuilderDeps(graph=Down())).build(
+        thread, AGENT, current_input="Where?"
+    )
+    assert contents(context.messages) == ["hello"]
+    assert [(e.source, e.message) for e in context.errors] == [
+        ("graph", "TimeoutError: graph store timed out")
+    ]
+    assert context.graph_context is None
+
+
+def test_the_summary_alone_carries_the_breakpoint_when_no_history_fits() -> None:
+    thread = new_thread()
+    first = say(thread, "user", "old question")
+    services.add_entry(
+        thread,
+        type="compaction",
+        event={"strategy": "summary", "summary": "They met.", "first_kept_entry_id": None},
+    )
+    say(thread, "user", "new question " + "word " * 100)
+    context = builder(max_tokens=40, reserve_tokens=0).build(thread, AGENT)
+    assert context.messages == [
+        {
+            "role": "user",
+            "content": "Summary of the conversation so far:\nThey met.",
+            "cache_breakpoint": True,
+        }
+    ]
+    assert first not in context.dropped.entries

@@ -288,3 +288,18 @@ def test_a_recalled_turn_the_history_holds_after_all_is_a_duplicate() -> None:
     assert contents(context.messages) == [entry.content for entry in entries]
     assert context.memory_context is None
     assert context.recalled is not None and context.recalled.entries == []
+
+
+def test_recalled_items_are_counted_as_retrieved_in_the_background(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    thread = new_thread()
+    say(thread, "user", "Hi")
+    stay = write_item("hotel", "Raphael", start=datetime(2026, 4, 10, tzinfo=UTC))
+    with django_capture_on_commit_callbacks(execute=True):
+        hybrid(FakeRetriever([item_hit(stay)]), max_tokens=2000).build(
+            thread, AGENT, user_id=USER, current_input="Which hotel?"
+        )
+    stay.refresh_from_db()
+    assert stay.times_retrieved == 1
+    assert stay.last_retrieved_at == AS_OF
