@@ -11,21 +11,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cogitator_memory.compaction.history import COMPACTION
 from cogitator_memory.context.assembler import Assembly, ContextBlock
-from cogitator_memory.context.built import (
-    BuiltContext,
-    ContextBuildError,
-    ErrorSource,
-)
+from cogitator_memory.context.built import BuiltContext, ContextBuildError, ErrorSource
 from cogitator_memory.context.facts import (
     fact_blocks,
     observation_blocks,
     observations_for_turn,
     read_facts,
 )
-from cogitator_memory.context.history import (
-    entry_block,
-    summary_block,
-)
+from cogitator_memory.context.history import entry_block, summary_block
 from cogitator_memory.context.hybrid import recall_for_turn
 from cogitator_memory.context.layout import built_context, history_kept, is_fact
 from cogitator_memory.context.reading import read_history
@@ -63,6 +56,9 @@ logger = logging.getLogger(__name__)
 __all__ = ["ContextBuild"]
 
 T = TypeVar("T")
+# A history of up to this many entries is read whole (what was left out is reported in
+# full); past it, only as far as the budget reaches. About 5 ms of reading on PostgreSQL.
+HISTORY_READ_FLOOR = 500
 # What a build never swallows: the caller's mistakes.
 ARGUMENT_ERRORS = (ThreadNotFound, EntryNotInThread)
 
@@ -121,7 +117,6 @@ class ContextBuild:
         self.semantic_hits: list[Any] = []
         self.graph: Any = None
         self.fact_items: list[MemoryItem] = []
-        self.recall_errors: list[ContextBuildError] = []
         # Raises InvalidInput for ids that cannot name a scope.
         self.memory_scope = MemoryScope(agent_id, user_id=user_id, thread_id=thread_id)
 
@@ -140,16 +135,17 @@ class ContextBuild:
 
     def history_bound(self) -> Callable[[Entry], bool] | None:
         """When a thread without compactions has been read far enough: past what a recent
-        run can hold (tool results at the cost of their note), and past the newest 200
-        entries for relevant without the message index. None: read the whole history
-        (relevant through the index, hybrid without it, search all of it)."""
+        run can hold (tool results at the cost of their note) and past the newest
+        ``HISTORY_READ_FLOOR`` entries, so what is left out of a history of usual length
+        is reported whole. None: read the whole history (relevant through the index,
+        hybrid without it, search all of it)."""
         indexed = self.builder.uses_message_index()
         strategy = self.config.strategy
         if (strategy == "relevant" and indexed) or (strategy == "hybrid" and not indexed):
             return None
         if strategy == "relevant" and not self.current_input:
             strategy = "recent"
-        entries_needed = SCORED_ENTRIES if strategy == "relevant" else 0
+        entries_needed = max(HISTORY_READ_FLOOR, SCORED_ENTRIES if strategy == "relevant" else 0)
         tokens = 0
         count = 0
 
@@ -319,10 +315,11 @@ class ContextBuild:
 
     # --- strategies -------------------------------------------------------------------
 
-    def recent_history(self, entries: list[Entry] | None = None) -> HistorySelection:
+    def recent_history(self) -> HistorySelection:
         """The newest entries as one unbroken run back from the newest."""
-        chosen = self.conversation if entries is None else entries
-        return HistorySelection(blocks=[entry_block(entry) for entry in reversed(chosen)])
+        return HistorySelection(
+            blocks=[entry_block(entry) for entry in reversed(self.conversation)]
+        )
 
     def relevant_history(self) -> HistorySelection:
         """The entries most similar to the input that fit, sent in conversation order;
@@ -333,18 +330,7 @@ class ContextBuild:
         text = self.current_input
         if self.builder.uses_message_index():
             candidates = self.conversation
-            scores = self.attempt(
-                "relevance",
-                lambda: cosines_from_index(
-                    text,
-                    self.thread_id,
-                    service=service,
-                    store=self.builder.store(),
-                    input_vectors=self.builder.input_vectors,
-                    limit=max(SCORED_ENTRIES, len(candidates)),
-                ),
-                None,
-            )
+            scores = self.attempt("relevance", lambda: self.index_scores(text, candidates), None)
         else:
             candidates = self.conversation[-SCORED_ENTRIES:]
             scores = self.attempt(
@@ -369,6 +355,33 @@ class ContextBuild:
             run=False,
             not_selected=[entry for entry in self.conversation if entry.pk not in picked],
         )
+
+    def index_scores(self, text: str, candidates: list[Entry]) -> dict[str, float]:
+        """Cosines of the thread's entries from the message index; the newest entries the
+        index does not hold yet (embedded in the background) are embedded here, once per
+        builder."""
+        service = self.builder.embedding_service()
+        assert service is not None
+        scores = cosines_from_index(
+            text,
+            self.thread_id,
+            service=service,
+            store=self.builder.store(),
+            input_vectors=self.builder.input_vectors,
+            limit=max(SCORED_ENTRIES, len(candidates)),
+        )
+        missing = [entry for entry in candidates[-SCORED_ENTRIES:] if entry.pk not in scores]
+        if missing:
+            scores.update(
+                cosines_in_process(
+                    text,
+                    missing,
+                    service=service,
+                    entry_vectors=self.builder.entry_vectors,
+                    input_vectors=self.builder.input_vectors,
+                )
+            )
+        return scores
 
     def select_history(self) -> HistorySelection:
         if self.config.strategy == "relevant":

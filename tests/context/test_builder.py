@@ -108,12 +108,14 @@ def test_recent_keeps_the_newest_messages_as_one_run_in_conversation_order() -> 
     assert contents(context.messages) == [entry.content for entry in entries[-6:]]
     assert context.partitions == {"recent": cost * 6}
     assert context.token_count == cost * 6
-    # and the history is read back one entry past what the budget holds, no further
     assert context.truncated is True
-    assert context.dropped.entries == [entries[-7]]
-    assert [(b.source_id, b.reason) for b in context.dropped.blocks] == [(entries[-7].pk, "budget")]
-    assert context.dropped.token_count == cost
-    assert context.metadata.original_message_count == 7
+    assert context.dropped.entries == entries[:-6]
+    assert [block.source_id for block in context.dropped.blocks] == [
+        entry.pk for entry in reversed(entries[:-6])
+    ]
+    assert {block.reason for block in context.dropped.blocks} == {"budget"}
+    assert context.dropped.token_count == sum(count_entry_tokens(e) for e in entries[:-6])
+    assert context.metadata.original_message_count == 20
     assert context.metadata.included_message_count == 6
     assert context.memory_context is None
 
@@ -126,22 +128,9 @@ def test_a_message_that_does_not_fit_ends_the_run_even_if_older_ones_would() -> 
     newest = say(thread, "user", "short question")
     context = builder(max_tokens=100, reserve_tokens=0).build(thread, AGENT)
     assert contents(context.messages) == [newest.content]
+    assert context.dropped.entries == [old, reply, big]
     reasons = {block.source_id: block.reason for block in context.dropped.blocks}
-    assert reasons == {big.pk: "oversized"}
-    # the older ones could never be in the run: they are not read
-    assert context.dropped.entries == [big]
-    assert context.truncated is True
-    # on a compacted thread the history is read to the compaction, and all of it reported
-    services.add_entry(
-        thread,
-        type="compaction",
-        event={"strategy": "summary", "summary": "Hi.", "first_kept_entry_id": old.pk},
-    )
-    say(thread, "user", "short question")
-    context = builder(max_tokens=100, reserve_tokens=0).build(thread, AGENT)
-    reasons = {block.source_id: block.reason for block in context.dropped.blocks}
-    assert reasons[big.pk] == "oversized"
-    assert reasons[reply.pk] == reasons[old.pk] == "budget"
+    assert reasons == {big.pk: "oversized", reply.pk: "budget", old.pk: "budget"}
 
 
 def test_a_long_thread_is_read_only_as_far_as_the_budget_reaches(
@@ -149,9 +138,11 @@ def test_a_long_thread_is_read_only_as_far_as_the_budget_reaches(
 ) -> None:
     thread = new_thread()
     create_branch(Thread.objects.get(pk=thread), 5000)
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(10):
         context = builder(max_tokens=300, reserve_tokens=0).build(thread, AGENT)
-    assert context.metadata.original_message_count == context.metadata.included_message_count + 1
+    # the newest 500 (HISTORY_READ_FLOOR) are read, past what the budget holds, no more
+    assert context.metadata.original_message_count == 500
+    assert len(context.dropped.entries) == 500 - context.metadata.included_message_count
     assert context.truncated is True
     assert 0 < context.token_count <= 300
 

@@ -204,3 +204,22 @@ def test_search_results_that_fail_are_reported_under_semantic() -> None:
     assert contents(context.messages) == ["hello"]
     assert [e.source for e in context.errors] == ["semantic"]
     assert context.semantic_results == []
+
+
+def test_with_the_message_index_entries_not_indexed_yet_are_embedded_here() -> None:
+    with override_settings(COGITATOR_MEMORY=embeddings_settings(CONCEPT_PROVIDER)):
+        thread = new_thread()
+        entries = topics(thread)
+        message_index.index_entries([entry.pk for entry in entries])
+        newest = say(thread, "user", "Vehicle repair.")
+        service = ConceptEmbeddings()
+        # room for the three entries about a car repair, which embed alike
+        matches = [entries[2], entries[3], newest]
+        room = sum(count_entry_tokens(entry) for entry in matches) + count_tokens(INPUT)
+        builder = ContextBuilder(
+            ContextBuilderConfig(max_tokens=room, reserve_tokens=0, strategy="relevant"),
+            ContextBuilderDeps(embedding_service=service),
+        )
+        context = builder.build(thread, AGENT, current_input=INPUT)
+    assert contents(context.messages) == [entry.content for entry in matches]
+    assert service.calls == [[INPUT], [newest.content]]
