@@ -92,7 +92,9 @@ def built_context(
 ) -> BuiltContext:
     """What a build returns, from its assembly: messages, what was kept and left out,
     the counts. Sent facts and recalled items are counted in the background."""
-    history, trimmed = history_kept(assembly, selection.run, run.conversation)
+    history, trimmed = history_kept(
+        assembly, selection.run, run.conversation, complete=run.history_complete
+    )
     dropped_blocks = [*assembly.dropped, *trimmed]
     dropped_blocks += without_recalled_history(assembly, history)
     dropped_blocks += [
@@ -139,6 +141,7 @@ def built_context(
         ),
         token_count=sum(partitions.values()) - partitions.get("final", 0),
         truncated=bool(left_out)
+        or not run.history_complete
         or any(d.partition == "recent" and d.reason == "oversized" for d in dropped_blocks),
         dropped=DroppedContext(
             entries=left_out,
