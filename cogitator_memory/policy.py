@@ -52,3 +52,10 @@ def require_create(scope: Scope | None, agent_id: str, metadata: Mapping[str, An
 def can_see(scope: Scope | None, agent_id: str, user_id: str | None) -> bool:
     """Whether the caller may see (and so change) a thread of this agent and user."""
     return scope is None or scope.allows(agent_id, user_id)
+
+
+def require_read(scope: Scope | None, agent_id: str, user_id: str | None) -> None:
+    """Refuse (``NoGrant``) reading the memory of ``agent_id`` and ``user_id`` (items,
+    files, recall) named by id where ``scope`` does not reach: the same rule as a write,
+    since a grant is for an agent's memory of its users, to read and to change."""
+    require_write(scope, agent_id, user_id)

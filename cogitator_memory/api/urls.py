@@ -14,6 +14,7 @@ from cogitator_memory.api.views.compaction import (
     ThreadCompactedHistoryView,
     ThreadCompactView,
 )
+from cogitator_memory.api.views.context import ContextView, RecallView
 from cogitator_memory.api.views.entries import EntryDetailView, EntryRedactView, ThreadEntriesView
 from cogitator_memory.api.views.extraction import ExtractionRunView, ThreadExtractView
 from cogitator_memory.api.views.files import (
@@ -62,6 +63,8 @@ urlpatterns = [
     path("items/<str:item_id>/reject/", ItemRejectView.as_view(), name="item-reject"),
     path("items/<str:item_id>/let-go/", ItemLetGoView.as_view(), name="item-let-go"),
     path("search/", SearchView.as_view(), name="search"),
+    path("context/", ContextView.as_view(), name="context"),
+    path("recall/", RecallView.as_view(), name="recall"),
     path("files/", FileListView.as_view(), name="file-list"),
     path("files/content/", FileContentView.as_view(), name="file-content"),
     path("files/history/", FileHistoryView.as_view(), name="file-history"),

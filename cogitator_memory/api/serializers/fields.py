@@ -239,3 +239,13 @@ class ToolResultsField(serializers.ListField):
     """Tool results: JSON objects."""
 
     child = serializers.DictField()
+
+
+class StrictFloatField(ExactInputMixin, serializers.FloatField):
+    """A number in a JSON body; never a text or a boolean."""
+
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, int | float) and not isinstance(data, bool):
+            return float(super().to_internal_value(data))
+        self.fail("invalid")
+        raise AssertionError("unreachable")  # pragma: no cover
