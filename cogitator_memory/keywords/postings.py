@@ -45,7 +45,7 @@ EMPTY_TERM = ""
 # Documents per round of statements; a round's upserts stay well under SQLite's
 # parameter limit.
 WRITE_CHUNK = 500
-# Rows per multi-row upsert (three or nine parameters each).
+# Rows per multi-row statement (three to nine parameters each).
 UPSERT_CHUNK = 300
 
 
@@ -124,6 +124,7 @@ class KeywordIndex:
             ((corpus_key(kind, *columns), columns, delta) for columns, delta in deltas.items()),
             key=lambda row: row[0],
         )
+        by_key = {key: columns for key, columns, _ in keyed}
         ids: dict[tuple[Any, ...], int] = {}
         with self.connection.cursor() as cursor:
             for chunk in _chunks(keyed, UPSERT_CHUNK):
@@ -131,19 +132,17 @@ class KeywordIndex:
                 params: list[Any] = []
                 for key, columns, (documents, tokens) in chunk:
                     params.extend([key, kind, *columns, documents, tokens])
+                # RETURNING gives the id of a row inserted or updated alike (SQLite 3.35+).
                 cursor.execute(
                     f"INSERT INTO {table} (key, kind, thread_id, agent_id, user_id, "
                     f"source_type, index_name, documents, total_length) VALUES {values} "
                     f"ON CONFLICT (key) DO UPDATE SET "
                     f"documents = {table}.documents + excluded.documents, "
-                    f"total_length = {table}.total_length + excluded.total_length",
+                    f"total_length = {table}.total_length + excluded.total_length "
+                    f"RETURNING id, key",
                     params,
                 )
-            by_key = {key: columns for key, columns, _ in keyed}
-            for chunk in _chunks(list(by_key), UPSERT_CHUNK):
-                for corpus_id, key in self.corpus_model.objects.filter(key__in=chunk).values_list(
-                    "id", "key"
-                ):
+                for corpus_id, key in cursor.fetchall():
                     ids[by_key[key]] = corpus_id
         return ids
 
@@ -178,33 +177,30 @@ class KeywordIndex:
             corpus_deltas[columns] = (seen + 1, tokens + length)
         corpus_ids = self._bump_corpora(kind, corpus_deltas)
         term_deltas: dict[tuple[int, str], int] = defaultdict(int)
-        postings = []
+        postings: list[tuple[int, str, str, int, int, int | None]] = []
         for document, length, counts in counted:
             corpus_id = corpus_ids[document.corpus_columns()]
-            postings.append(
-                self.posting_model(
-                    corpus_id=corpus_id,
-                    document_id=document.document_id,
-                    term=EMPTY_TERM,
-                    count=0,
-                    length=length,
-                    seq=document.seq,
-                )
-            )
+            postings.append((corpus_id, document.document_id, EMPTY_TERM, 0, length, document.seq))
             for term, count in counts.items():
                 term_deltas[(corpus_id, term)] += 1
                 postings.append(
-                    self.posting_model(
-                        corpus_id=corpus_id,
-                        document_id=document.document_id,
-                        term=term,
-                        count=count,
-                        length=length,
-                        seq=document.seq,
-                    )
+                    (corpus_id, document.document_id, term, count, length, document.seq)
                 )
         self._bump_terms(term_deltas)
-        self.posting_model.objects.bulk_create(postings, batch_size=WRITE_CHUNK)
+        self._insert_postings(postings)
+
+    def _insert_postings(self, rows: list[tuple[int, str, str, int, int, int | None]]) -> None:
+        # Plain SQL: add_entry writes a few postings on every turn, and building model
+        # instances and compiling bulk_create cost several times the INSERT itself.
+        table = self._table(self.posting_model)
+        with self.connection.cursor() as cursor:
+            for chunk in _chunks(rows, UPSERT_CHUNK // 2):
+                values = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(chunk))
+                cursor.execute(
+                    f"INSERT INTO {table} (corpus_id, document_id, term, count, length, seq) "
+                    f"VALUES {values}",
+                    [value for row in chunk for value in row],
+                )
 
     def remove(self, kind: str, document_ids: Iterable[str]) -> int:
         """Take these documents out of the index (ids not indexed are skipped); call

@@ -11,11 +11,10 @@ corpus, written in the transaction that writes the row) gives candidates and sta
    for all of a corpus's rows or none. Their rows' number and tokens and, per word, the
    rows holding it are summed from the corpora: BM25's statistics over every admitted
    row, exact.
-3. ``search/keyword_index.py`` ranks: candidates from the rarest words' postings, until
-   no row left out could score above the ``limit``-th hit (the bound of the idf of the
-   words not read); bm25s's arithmetic (Lucene's BM25, k1 1.5, b 0.75); ties go to the
-   smaller id. Only a word held by more rows than the candidate budget left is read
-   strongest first, and only then can a hit be missed.
+3. ``search/keyword_index.py`` ranks: each word's postings strongest first, until no
+   row left out could score above the ``limit``-th hit (the ceilings of what is not
+   read); bm25s's arithmetic (Lucene's BM25, k1 1.5, b 0.75); ties go to the smaller id.
+   Only when the candidate budget (postings read) runs out first can a hit be missed.
 4. The best rows are checked against their sources (``scoping.current_q``: a message's
    entry still there and not redacted, its thread still open to the caller).
 
@@ -64,13 +63,13 @@ from cogitator_memory.exceptions import InvalidInput, KeywordSearchUnavailable
 from cogitator_memory.keywords.models import DocumentKind, KeywordCorpus
 from cogitator_memory.limits import check_limit
 from cogitator_memory.scope import Scope
-from cogitator_memory.search.keyword_index import rank_documents
+from cogitator_memory.search.keyword_index import corpora_of, rank_documents
 from cogitator_memory.search.scoping import current_q, open_threads_q, search_visible, visible_q
 from cogitator_memory.search.tokenizer import fragments, query_terms, stopwords_only, tokenize
 
-# Candidate rows ranked per search at most. From the index, each costs a posting read and
-# its counts of the other words (bench/RESULTS.md, "Keyword index"); by the scan, about
-# 0.3 s for 5,000 rows of 50 words on 2 cores.
+# Candidates read per search at most: postings from the index (a block of 200 costs
+# about 0.3 ms on PostgreSQL, bench/RESULTS.md "The keyword index"), rows by the scan
+# (about 0.3 s for 5,000 rows of 50 words on 2 cores).
 MAX_CANDIDATES = 5000
 # Rows read from the database per round trip while collecting candidates.
 READ_CHUNK = 1000
@@ -286,11 +285,10 @@ def _index_keyword_search(
         if condition is None:
             return []
         corpora = corpora.filter(condition)
-    corpus_ids = list(corpora.values_list("pk", flat=True))
     # A few more than asked: a row whose entry went outside the services (a restored
     # backup) is still indexed until pruned, and is dropped below.
     ranked = rank_documents(
-        corpus_ids, terms, limit=limit, budget=candidates, take=limit + RECHECK_MARGIN
+        corpora_of(corpora), terms, limit=limit, budget=candidates, take=limit + RECHECK_MARGIN
     )
     hits: list[SearchHit] = []
     for start in range(0, len(ranked), limit + RECHECK_MARGIN):
@@ -414,8 +412,8 @@ def keyword_search(
     ``store``: the configured store when None. ``scope``: None for trusted code (the
     filter alone decides); otherwise only the rows of its grants, plus, when
     ``include_shared``, the rows of no agent, user or thread (``search/scoping.py``).
-    ``candidates``: the most rows ranked; past it, a word's rows are read strongest
-    first (from the index) or newest first (by the scan).
+    ``candidates``: the most postings (from the index) or rows (by the scan) read;
+    the index reads each word's strongest first, the scan its newest rows.
 
     A query of no words (only punctuation) finds nothing. Raises ``InvalidInput`` for an
     empty query or a bad limit, ``KeywordSearchUnavailable`` for a store that keeps no

@@ -4,8 +4,8 @@ The keyword index keeps every message and tool result of a thread that is not re
 (``keywords/entries.py``: written with the entry, removed in the transaction that
 deletes or redacts it), one corpus per thread. Statistics are those of all of them;
 ``before_seq`` and ``exclude_ids`` only narrow which entries may be hits. Ranking is
-``search/keyword_index.py``'s: bm25s's arithmetic, exact unless a word held by more
-entries than the candidate budget has to choose candidates.
+``search/keyword_index.py``'s: bm25s's arithmetic, exact unless the candidate budget
+(postings read) runs out before no entry left out could be a hit.
 
 A query of stopwords only finds nothing here: the index keeps no stopwords.
 """
@@ -14,24 +14,29 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from django.db.models import Q
-
 from cogitator_memory.exceptions import InvalidInput
 from cogitator_memory.keywords.models import DocumentKind, KeywordCorpus
 from cogitator_memory.keywords.postings import corpus_key
 from cogitator_memory.limits import check_limit
-from cogitator_memory.search.keyword_index import rank_documents, score_documents
+from cogitator_memory.search.keyword_index import (
+    Corpora,
+    Eligible,
+    corpora_of,
+    rank_documents,
+    score_documents,
+)
 from cogitator_memory.search.tokenizer import query_terms, stopwords_only
 
 __all__ = ["entry_bm25_scores", "search_thread_entries"]
 
-# Entries scored per search at most (see ``search/keyword_index.py``).
+# Postings read per search at most before the candidates' own counts
+# (see ``search/keyword_index.py``).
 MAX_ENTRY_CANDIDATES = 5000
 
 
-def _thread_corpus(thread_id: str) -> list[int]:
+def _thread_corpus(thread_id: str) -> Corpora:
     key = corpus_key(DocumentKind.ENTRY, thread_id, None, None, "", "")
-    return list(KeywordCorpus.objects.filter(key=key).values_list("pk", flat=True))
+    return corpora_of(KeywordCorpus.objects.filter(key=key))
 
 
 def _terms(query: str) -> list[str]:
@@ -59,17 +64,14 @@ def search_thread_entries(
     """
     check_limit(limit)
     terms = _terms(query)
-    corpus_ids = _thread_corpus(thread_id)
-    if not terms or not corpus_ids:
+    if not terms:
         return []
-    eligible = Q()
-    if before_seq is not None:
-        eligible &= Q(seq__lt=before_seq)
-    excluded = list(exclude_ids)
-    if excluded:
-        eligible &= ~Q(document_id__in=excluded)
+    corpora = _thread_corpus(thread_id)
+    if not corpora.ids:
+        return []
+    eligible = Eligible(before_seq=before_seq, excluded=tuple(dict.fromkeys(exclude_ids)))
     return rank_documents(
-        corpus_ids, terms, limit=limit, budget=MAX_ENTRY_CANDIDATES, eligible=eligible
+        corpora, terms, limit=limit, budget=MAX_ENTRY_CANDIDATES, eligible=eligible
     )
 
 
@@ -78,7 +80,9 @@ def entry_bm25_scores(thread_id: str, query: str, entry_ids: Sequence[str]) -> d
     thread's statistics: 0 for an entry holding none of its words; entries not indexed
     (events, redacted, gone, of another thread) are left out."""
     terms = _terms(query)
-    corpus_ids = _thread_corpus(thread_id)
-    if not corpus_ids or not entry_ids:
+    if not entry_ids:
         return {}
-    return score_documents(corpus_ids, terms, list(dict.fromkeys(entry_ids)))
+    corpora = _thread_corpus(thread_id)
+    if not corpora.ids:
+        return {}
+    return score_documents(corpora, terms, list(dict.fromkeys(entry_ids)))

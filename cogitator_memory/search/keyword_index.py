@@ -7,30 +7,36 @@ come from postings, never from scanning text.
    the corpora's rows), and per term the documents holding it (summed over
    ``KeywordTerm``), so idf and length normalization are those of BM25 over the whole
    collection, exactly.
-2. Candidates, rarest term first: the postings of the term (all of them while they fit
-   the candidate budget), then each new candidate's counts of the terms not read yet.
-3. After each term, a document that is not yet a candidate holds none of the terms read,
-   so its score is below the sum of the idf of the terms left (each term's frequency
-   part is below 1, as the old scan's "rest" bound). Once the ``limit``-th score reaches
-   that bound, no other document can enter the hits and the ranking is BM25's, exactly.
-4. A term held by more documents than the budget left is read strongest first (most
-   occurrences, then shortest documents, then newest): the only case where a hit can be
-   missed.
+2. Each term's postings are read strongest first (most occurrences, then shortest
+   document, then newest: the index's order), a block at a time, the term with the
+   highest ceiling first. A term's ceiling is the most a posting not read yet can add
+   to a score: its idf times the frequency part of the last posting read (or of one
+   occurrence fewer in the shortest document that could hold it), 0 once all are read.
+3. A document not read in any term scores at most the sum of the ceilings: once the
+   ``limit``-th best score known reaches it, no such document can be a hit. A candidate
+   not read in some terms can gain at most their ceilings: those that could still reach
+   the ``limit``-th score have their counts looked up (or, when there are many, the
+   postings are read on, which lowers the ceilings of all of them). The ranking is then
+   BM25's over every document, exactly.
+4. ``budget`` caps the postings read before the lookups: a query of common words only
+   may stop there, the one case where a hit can be missed.
 
 Scores are computed as bm25s computes them (Lucene's idf, k1 1.5, b 0.75, float32 sums
-in query order), so a ranking equals bm25s's over the same documents. Every step is a
-portable query: SQLite and PostgreSQL give the same hits and scores.
+in query order), so a ranking equals bm25s's over the same documents. Every statement
+is portable SQL: SQLite and PostgreSQL give the same hits and scores.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from django.db.models import Q, Sum
+from django.db import connections, router
+from django.db.models import Model, QuerySet
 
 from cogitator_memory.keywords.models import (
     MAX_TERM_LENGTH,
@@ -38,12 +44,27 @@ from cogitator_memory.keywords.models import (
     KeywordPosting,
     KeywordTerm,
 )
+from cogitator_memory.keywords.postings import EMPTY_TERM
 
-__all__ = ["IndexStatistics", "index_statistics", "rank_documents", "score_documents"]
+__all__ = [
+    "Corpora",
+    "Eligible",
+    "IndexStatistics",
+    "corpora_of",
+    "index_statistics",
+    "rank_documents",
+    "score_documents",
+]
 
 # bm25s's defaults, which keyword search has always used.
 K1 = 1.5
 B = 0.75
+# Postings of the first block read of a term; each next block of it is as long as all
+# read before (one query each).
+FIRST_BLOCK = 200
+# Candidates that may still reach the hits looked up one by one at most; past it, a
+# term's postings are read on (a block costs about what a few dozen lookups do).
+LOOKUP_LIMIT = 64
 # Document ids per query when reading a set of candidates' postings.
 ID_CHUNK = 500
 
@@ -70,47 +91,152 @@ class IndexStatistics:
         return float(np.float32(weight))
 
 
-def index_statistics(corpus_ids: Sequence[int], terms: Sequence[str]) -> IndexStatistics:
-    """The statistics of every document of these corpora, for these terms. Two queries on
-    small tables."""
-    totals = KeywordCorpus.objects.filter(pk__in=corpus_ids).aggregate(
-        documents=Sum("documents"), tokens=Sum("total_length")
-    )
-    documents = int(totals["documents"] or 0)
-    tokens = int(totals["tokens"] or 0)
-    frequencies = {
-        term: int(held)
-        for term, held in KeywordTerm.objects.filter(corpus_id__in=corpus_ids, term__in=terms)
-        .values("term")
-        .annotate(held=Sum("documents"))
-        .values_list("term", "held")
-        if held
-    }
+@dataclass(frozen=True)
+class Corpora:
+    """The corpora a search admits: their ids, and their documents and tokens summed."""
+
+    ids: list[int]
+    documents: int
+    tokens: int
+
+    @classmethod
+    def of(cls, rows: Iterable[tuple[int, int, int]]) -> Corpora:
+        """From (id, documents, total_length) rows."""
+        listed = list(rows)
+        return cls(
+            [row[0] for row in listed],
+            sum(row[1] for row in listed),
+            sum(row[2] for row in listed),
+        )
+
+
+def corpora_of(queryset: QuerySet[KeywordCorpus]) -> Corpora:
+    """The corpora of ``queryset``, with their statistics, in one query."""
+    return Corpora.of(queryset.values_list("id", "documents", "total_length"))
+
+
+def _placeholders(values: Sequence[object]) -> str:
+    return ", ".join(["%s"] * len(values))
+
+
+def _table(model: type[Model]) -> str:
+    quoted: str = connections[router.db_for_read(model)].ops.quote_name(model._meta.db_table)
+    return quoted
+
+
+def _fetch(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    # Plain SQL: these few statements run on every search, and compiling them through
+    # the ORM costs more than running them.
+    with connections[router.db_for_read(KeywordPosting)].cursor() as cursor:
+        cursor.execute(sql, list(params))
+        return list(cursor.fetchall())
+
+
+def index_statistics(corpora: Corpora, terms: Sequence[str]) -> IndexStatistics:
+    """The statistics of every document of these corpora, for these terms: one query on
+    ``KeywordTerm``."""
+    frequencies: dict[str, int] = {}
+    if corpora.ids and terms:
+        rows = _fetch(
+            f"SELECT term, SUM(documents) FROM {_table(KeywordTerm)} "
+            f"WHERE corpus_id IN ({_placeholders(corpora.ids)}) "
+            f"AND term IN ({_placeholders(terms)}) GROUP BY term",
+            [*corpora.ids, *terms],
+        )
+        frequencies = {term: int(held) for term, held in rows if held}
     # bm25s divides by the mean length; a collection of empty documents scores nothing.
+    documents, tokens = corpora.documents, corpora.tokens
     average = tokens / documents if documents and tokens else 1.0
     return IndexStatistics(documents, average, frequencies)
 
 
-@dataclass
+@dataclass(frozen=True)
+class Eligible:
+    """Which documents may be hits (statistics count every document): an entry before
+    ``before_seq``, none of ``excluded``."""
+
+    before_seq: int | None = None
+    excluded: tuple[str, ...] = ()
+
+    def sql(self) -> tuple[str, list[Any]]:
+        condition, params = "", list[Any]()
+        if self.before_seq is not None:
+            condition += " AND seq < %s"
+            params.append(self.before_seq)
+        if self.excluded:
+            condition += f" AND document_id NOT IN ({_placeholders(self.excluded)})"
+            params.extend(self.excluded)
+        return condition, params
+
+
 class _Candidates:
-    lengths: dict[str, int] = field(default_factory=dict)
-    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Documents read so far: their lengths and their counts of the query's terms, and
+    which counts are known, in numpy arrays that grow as documents come."""
 
-    def scores(self, terms: Sequence[str], stats: IndexStatistics) -> tuple[list[str], np.ndarray]:
-        ids = list(self.lengths)
-        lengths = np.fromiter((self.lengths[i] for i in ids), dtype=np.float64, count=len(ids))
-        total = np.zeros(len(ids), dtype=np.float32)
+    def __init__(self, terms: Sequence[str]) -> None:
+        self.terms = list(terms)
+        self.columns = {term: n for n, term in enumerate(self.terms)}
+        self.ids: list[str] = []
+        self.rows: dict[str, int] = {}
+        self.lengths = np.zeros(0, dtype=np.float64)
+        self.counts = np.zeros((0, len(self.terms)), dtype=np.float64)
+        self.known = np.zeros((0, len(self.terms)), dtype=bool)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _reserve(self, size: int) -> None:
+        if size <= len(self.lengths):
+            return
+        capacity = max(size, 2 * len(self.lengths), 256)
+        grow = capacity - len(self.lengths)
+        self.lengths = np.concatenate([self.lengths, np.zeros(grow)])
+        self.counts = np.vstack([self.counts, np.zeros((grow, len(self.terms)))])
+        self.known = np.vstack([self.known, np.zeros((grow, len(self.terms)), dtype=bool)])
+
+    def add(self, postings: Sequence[tuple[str, str, int, int]]) -> None:
+        """Add (document, term, count, length) postings."""
+        rows, ids, columns = self.rows, self.ids, self.columns
+        places: list[int] = []
+        lengths: list[int] = []
+        at: list[int] = []
+        where: list[int] = []
+        counts: list[int] = []
+        for document_id, term, count, length in postings:
+            row = rows.get(document_id)
+            if row is None:
+                row = rows[document_id] = len(ids)
+                ids.append(document_id)
+                places.append(row)
+                lengths.append(length)
+            column = columns.get(term)
+            if column is not None:
+                at.append(row)
+                where.append(column)
+                counts.append(count)
+        self._reserve(len(ids))
+        if places:
+            self.lengths[places] = lengths
+        if at:
+            self.counts[at, where] = counts
+            self.known[at, where] = True
+
+    def settle(self, document_ids: Iterable[str], terms: Iterable[str]) -> None:
+        """Mark the counts of these documents' terms as read (absent ones are 0)."""
+        rows = [self.rows[document_id] for document_id in document_ids]
         for term in terms:
-            held = self.counts.get(term)
-            if not held:
-                continue
-            tf = np.fromiter((held.get(i, 0) for i in ids), dtype=np.float64, count=len(ids))
-            total += term_scores(stats.idf(term), tf, lengths, stats.average_length)
-        return ids, total
+            self.known[rows, self.columns[term]] = True
 
-    def add(self, document_id: str, length: int, term: str, count: int) -> None:
-        self.lengths[document_id] = length
-        self.counts.setdefault(term, {})[document_id] = count
+    def scores(self, stats: IndexStatistics) -> np.ndarray:
+        """Each document's score from the counts known (float32, query order)."""
+        size = len(self.ids)
+        lengths = self.lengths[:size]
+        total = np.zeros(size, dtype=np.float32)
+        for column, term in enumerate(self.terms):
+            total += term_scores(
+                stats.idf(term), self.counts[:size, column], lengths, stats.average_length
+            )
+        return total
 
 
 def term_scores(
@@ -129,89 +255,187 @@ def _kth(scores: np.ndarray, k: int) -> float:
     return float(np.partition(scores, len(scores) - k)[len(scores) - k])
 
 
+def _impact(count: float, length: float, average_length: float) -> float:
+    """A term's frequency part of BM25 for a document (below 1)."""
+    return count / (count + K1 * ((1 - B) + B * length / average_length))
+
+
+class _TermCursor:
+    """A term's postings read strongest first (most occurrences, then shortest document,
+    then newest), a block at a time, with a ceiling on what any posting not read yet can
+    add to a document's score."""
+
+    def __init__(self, term: str, idf: float) -> None:
+        self.term = term
+        self.idf = idf
+        self.read = 0
+        self.last: tuple[int, int, int] | None = None
+        self.done = False
+
+    def ceiling(self, average_length: float) -> float:
+        if self.done:
+            return 0.0
+        if self.last is None:
+            return self.idf
+        count, length, _ = self.last
+        # A later posting has this count and a longer (or equal) document, or fewer
+        # occurrences in a document at least as long as they are.
+        same = _impact(count, length, average_length)
+        fewer = _impact(count - 1, count - 1, average_length) if count > 1 else 0.0
+        return self.idf * max(same, fewer)
+
+    def read_block(
+        self, corpora: Corpora, eligible: Eligible, size: int
+    ) -> list[tuple[str, str, int, int]]:
+        condition, params = eligible.sql()
+        after = ""
+        if self.last is not None:
+            count, length, posting_id = self.last
+            after = (
+                " AND (count < %s OR (count = %s AND (length > %s OR (length = %s AND id < %s))))"
+            )
+            params = [*params, count, count, length, length, posting_id]
+        rows = _fetch(
+            f"SELECT document_id, count, length, id FROM {_table(KeywordPosting)} "
+            f"WHERE corpus_id IN ({_placeholders(corpora.ids)}) AND term = %s"
+            f"{condition}{after} ORDER BY count DESC, length ASC, id DESC LIMIT %s",
+            [*corpora.ids, self.term, *params, size],
+        )
+        self.read += len(rows)
+        if len(rows) < size:
+            self.done = True
+        if rows:
+            last = rows[-1]
+            self.last = (int(last[1]), int(last[2]), int(last[3]))
+        return [(row[0], self.term, int(row[1]), int(row[2])) for row in rows]
+
+
+def _read_counts(
+    corpora: Corpora, terms: Sequence[str], document_ids: Sequence[str]
+) -> list[tuple[str, str, int, int]]:
+    """(document, term, count, length) of these documents' postings of ``terms``."""
+    rows: list[tuple[str, str, int, int]] = []
+    for start in range(0, len(document_ids), ID_CHUNK):
+        chunk = document_ids[start : start + ID_CHUNK]
+        rows.extend(
+            (row[0], row[1], int(row[2]), int(row[3]))
+            for row in _fetch(
+                f"SELECT document_id, term, count, length FROM {_table(KeywordPosting)} "
+                f"WHERE document_id IN ({_placeholders(chunk)}) "
+                f"AND term IN ({_placeholders(terms)}) "
+                f"AND corpus_id IN ({_placeholders(corpora.ids)})",
+                [*chunk, *terms, *corpora.ids],
+            )
+        )
+    return rows
+
+
 def rank_documents(
-    corpus_ids: Sequence[int],
+    corpora: Corpora,
     terms: Sequence[str],
     *,
     limit: int,
     budget: int,
-    eligible: Q | None = None,
+    eligible: Eligible = Eligible(),
     take: int | None = None,
 ) -> list[tuple[str, float]]:
     """The best documents of these corpora for ``terms`` by BM25, best first (ties to the
     smaller id), at most ``take`` (default ``limit``).
 
-    ``eligible``: a condition on ``KeywordPosting`` a document must meet to be a hit
-    (statistics still count every document). ``budget``: the most candidates scored.
+    ``eligible``: which documents may be hits. ``budget``: the most postings read before
+    the candidates' own counts.
     """
     terms = index_terms(terms)
-    if not corpus_ids or not terms:
+    if not corpora.ids or not terms:
         return []
-    stats = index_statistics(corpus_ids, terms)
+    stats = index_statistics(corpora, terms)
     present = [term for term in terms if stats.frequencies.get(term)]
     if not present:
         return []
-    by_rarity = sorted(present, key=lambda term: (stats.frequencies[term], term))
-    postings = KeywordPosting.objects.filter(corpus_id__in=list(corpus_ids))
-    if eligible is not None:
-        postings = postings.filter(eligible)
-    found = _Candidates()
+    wanted = max(take if take is not None else limit, 1)
+    average = stats.average_length
+    cursors = [_TermCursor(term, stats.idf(term)) for term in present]
+    found = _Candidates(present)
     remaining = budget
-    ids: list[str] = []
-    scores = np.zeros(0, dtype=np.float32)
-    for position, term in enumerate(by_rarity):
-        if position:
-            bound = sum(stats.idf(later) for later in by_rarity[position:])
-            if _kth(scores, limit) >= bound:
-                break
-        if remaining <= 0:
+    while remaining > 0:
+        open_cursors = [cursor for cursor in cursors if not cursor.done]
+        if not open_cursors:
             break
-        rows = postings.filter(term=term).order_by("-count", "length", "-id")
-        new: list[str] = []
-        for document_id, count, length in rows.values_list("document_id", "count", "length")[
-            :remaining
-        ]:
-            if document_id not in found.lengths:
-                new.append(document_id)
-            found.add(document_id, length, term, count)
-        remaining -= len(new)
-        later = by_rarity[position + 1 :]
-        if new and later:
-            # The new candidates' counts of the terms not read yet (of those read, they
-            # hold none: they would have been read with them).
-            for start in range(0, len(new), ID_CHUNK):
-                chunk = new[start : start + ID_CHUNK]
-                for document_id, other, count in KeywordPosting.objects.filter(
-                    corpus_id__in=list(corpus_ids), document_id__in=chunk, term__in=later
-                ).values_list("document_id", "term", "count"):
-                    found.counts.setdefault(other, {})[document_id] = count
-        ids, scores = found.scores(present, stats)
-    if not ids:
+        # A document not read yet scores at most the sum of the ceilings.
+        if _kth(found.scores(stats), wanted) >= sum(c.ceiling(average) for c in open_cursors):
+            break
+        # The term whose ceiling is highest, a block twice as long as the last.
+        cursor = max(open_cursors, key=lambda c: (c.ceiling(average), c.term))
+        rows = cursor.read_block(corpora, eligible, min(max(FIRST_BLOCK, cursor.read), remaining))
+        found.add(rows)
+        remaining -= len(rows)
+    # Each candidate may still hold terms it was not read with: at most their ceilings.
+    # Those that could reach the ``wanted``-th score get their counts read.
+    exact: set[str] = set()
+    while True:
+        open_cursors = [cursor for cursor in cursors if not cursor.done]
+        if not open_cursors or not len(found):
+            break
+        scores = found.scores(stats)
+        floor = _kth(scores, wanted)
+        unknown = ~found.known[: len(found)]
+        ceilings = np.zeros(len(found), dtype=np.float64)
+        for cursor in open_cursors:
+            column = found.columns[cursor.term]
+            ceilings += unknown[:, column] * cursor.ceiling(average)
+        uncertain = [
+            n
+            for n in np.flatnonzero(scores.astype(np.float64) + ceilings >= floor).tolist()
+            if found.ids[n] not in exact
+        ]
+        if not uncertain:
+            break
+        if len(uncertain) > LOOKUP_LIMIT and remaining > 0:
+            # Reading on in a term's postings lowers its ceiling for all of them, cheaper
+            # than looking each one up: the term most of them may hold, by its ceiling.
+            cursor = max(
+                open_cursors,
+                key=lambda c: (
+                    int(unknown[uncertain, found.columns[c.term]].sum()) * c.ceiling(average),
+                    c.term,
+                ),
+            )
+            block = cursor.read_block(
+                corpora, eligible, min(max(FIRST_BLOCK, cursor.read), remaining)
+            )
+            found.add(block)
+            remaining -= len(block)
+            continue
+        need = [found.ids[n] for n in uncertain]
+        open_terms = [cursor.term for cursor in open_cursors]
+        found.add(_read_counts(corpora, open_terms, need))
+        found.settle(need, open_terms)
+        exact.update(need)
+    if not len(found):
         return []
-    wanted = take if take is not None else limit
-    best = heapq.nsmallest(wanted, range(len(ids)), key=lambda n: (-scores[n], ids[n]))
+    scores = found.scores(stats)
+    ids = found.ids
+    # The best by score (numpy), then ties at the cut to the smaller id (Python).
+    if len(ids) > wanted:
+        floor = _kth(scores, wanted)
+        considered = np.flatnonzero(scores >= floor).tolist()
+    else:
+        considered = list(range(len(ids)))
+    best = heapq.nsmallest(wanted, considered, key=lambda n: (-scores[n], ids[n]))
     return [(ids[n], float(scores[n])) for n in best]
 
 
 def score_documents(
-    corpus_ids: Sequence[int], terms: Sequence[str], document_ids: Sequence[str]
+    corpora: Corpora, terms: Sequence[str], document_ids: Sequence[str]
 ) -> dict[str, float]:
     """The BM25 score of each of these documents (indexed in these corpora) for
     ``terms``; documents holding none of the terms score 0, unknown ones are left out."""
     terms = index_terms(terms)
-    if not corpus_ids or not document_ids:
+    if not corpora.ids or not document_ids:
         return {}
-    stats = index_statistics(corpus_ids, terms)
+    stats = index_statistics(corpora, terms)
     present = [term for term in terms if stats.frequencies.get(term)]
-    found = _Candidates()
-    wanted = ["", *present]
-    for start in range(0, len(document_ids), ID_CHUNK):
-        chunk = list(document_ids[start : start + ID_CHUNK])
-        for document_id, term, count, length in KeywordPosting.objects.filter(
-            corpus_id__in=list(corpus_ids), document_id__in=chunk, term__in=wanted
-        ).values_list("document_id", "term", "count", "length"):
-            found.add(document_id, length, term, count)
-    ids, scores = found.scores(present, stats)
-    return {
-        document_id: float(score) for document_id, score in zip(ids, scores.tolist(), strict=True)
-    }
+    found = _Candidates(present)
+    found.add(_read_counts(corpora, [EMPTY_TERM, *present], list(document_ids)))
+    scores = found.scores(stats).tolist()
+    return {document_id: float(score) for document_id, score in zip(found.ids, scores, strict=True)}
