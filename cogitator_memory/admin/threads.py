@@ -4,7 +4,8 @@ Entries are a record of what was said: the admin shows them and never edits them
 hand, since a hand edit would bypass the tree rules (seq, parents, the active leaf) and
 the signals that keep derived memory in step. A thread's page shows its entry tree, with
 checkout and rewind buttons that call the thread services, and its compactions, each the
-handoff with its levels to expand (``admin/compaction.py``).
+handoff with its levels to expand (``admin/compaction.py``), and links to a preview of the
+context its next turn would get (``admin/context_preview.py``).
 
 Both pages start from ``visible_to(scope)``: a staff user sees the threads of the agents
 granted to them, as the REST API does; a superuser sees all. Both lists stay fast on
@@ -23,6 +24,7 @@ from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.text import capfirst
 from django.utils.translation import gettext
@@ -32,6 +34,11 @@ from django.views.decorators.http import require_POST
 from cogitator_memory import policy
 from cogitator_memory.access.selectors import scope_for_user
 from cogitator_memory.admin.compaction import compaction_handoffs
+from cogitator_memory.admin.context_preview import (
+    ContextPreviewForm,
+    build_preview,
+    preview_context,
+)
 from cogitator_memory.admin.entry_tree import build_entry_tree, content_preview
 from cogitator_memory.admin.filters import VisibleAgentFilter
 from cogitator_memory.admin.records import GrantScopedAdmin, ReadOnlyAdmin
@@ -184,6 +191,7 @@ class ThreadAdmin(GrantScopedAdmin, LargeTableAdmin):
                 checkout_url=self._url("checkout", object_id),
                 rewind_url=self._url("rewind", object_id),
                 compactions=compaction_handoffs(obj),
+                preview_context_url=self._url("preview_context", object_id),
             )
         return super().render_change_form(request, context, add, change, form_url, obj)
 
@@ -199,6 +207,11 @@ class ThreadAdmin(GrantScopedAdmin, LargeTableAdmin):
                 "<path:object_id>/rewind/",
                 view(require_POST(self.rewind_view)),
                 name=self._url_name("rewind"),
+            ),
+            path(
+                "<path:object_id>/preview-context/",
+                view(self.preview_context_view),
+                name=self._url_name("preview_context"),
             ),
         ]
         # Before the admin's own patterns, whose "<path:object_id>/" would match first.
@@ -230,6 +243,45 @@ class ThreadAdmin(GrantScopedAdmin, LargeTableAdmin):
             object_id,
             move=services.rewind,
             done=gettext("Rewound to entry {entry} (the active leaf was {previous})."),
+        )
+
+    def preview_context_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The context form (GET without parameters) and, once submitted (GET, as it
+        changes nothing), what the thread's next turn would get, as the staff user's
+        grants see it."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        thread = self.get_object(request, unquote(object_id))
+        if thread is None:
+            raise Http404(gettext("No thread with this id."))
+        submitted = "max_tokens" in request.GET
+        form = ContextPreviewForm(request.GET if submitted else None)
+        context: dict[str, Any] = {
+            **self.admin_site.each_context(request),
+            "title": gettext("Preview context"),
+            "subtitle": str(thread),
+            "opts": self.opts,
+            "original": thread,
+            "change_url": self._url("change", quote(thread.pk)),
+            "form": form,
+        }
+        if submitted and form.is_valid():
+            try:
+                built = build_preview(form, thread, access=scope_for_user(request.user))
+            except ThreadNotFound as exc:
+                # The grants changed since the thread was read.
+                raise Http404(exc.message) from exc
+            if built is not None:
+                context.update(
+                    preview_context(
+                        request,
+                        built,
+                        admin_site=self.admin_site,
+                        budget=form.cleaned_data["max_tokens"],
+                    )
+                )
+        return TemplateResponse(
+            request, "admin/cogitator_memory/thread/preview_context.html", context
         )
 
     def _move_leaf(
