@@ -114,6 +114,7 @@ class ContextBuild:
         self.summary: Entry | None = None
         self.conversation: list[Entry] = []
         self.history_complete = True
+        self.entry_blocks: dict[str, ContextBlock] = {}
         self.semantic_hits: list[Any] = []
         self.graph: Any = None
         self.fact_items: list[MemoryItem] = []
@@ -151,7 +152,7 @@ class ContextBuild:
 
         def enough(entry: Entry) -> bool:
             nonlocal tokens, count
-            block = entry_block(entry)
+            block = self.block_of(entry)
             tokens += min(block.tokens, block.fallback.tokens if block.fallback else block.tokens)
             count += 1
             return tokens > self.available and count >= entries_needed
@@ -315,10 +316,17 @@ class ContextBuild:
 
     # --- strategies -------------------------------------------------------------------
 
+    def block_of(self, entry: Entry) -> ContextBlock:
+        """The history block of an entry, made once a build."""
+        block = self.entry_blocks.get(entry.pk)
+        if block is None:
+            block = self.entry_blocks[entry.pk] = entry_block(entry)
+        return block
+
     def recent_history(self) -> HistorySelection:
         """The newest entries as one unbroken run back from the newest."""
         return HistorySelection(
-            blocks=[entry_block(entry) for entry in reversed(self.conversation)]
+            blocks=[self.block_of(entry) for entry in reversed(self.conversation)]
         )
 
     def relevant_history(self) -> HistorySelection:
@@ -351,7 +359,7 @@ class ContextBuild:
         scored.sort(key=lambda entry: (scores[entry.pk], position[entry.pk]), reverse=True)
         picked = {entry.pk for entry in scored}
         return HistorySelection(
-            blocks=[entry_block(entry) for entry in scored],
+            blocks=[self.block_of(entry) for entry in scored],
             run=False,
             not_selected=[entry for entry in self.conversation if entry.pk not in picked],
         )
