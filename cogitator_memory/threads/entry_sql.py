@@ -25,6 +25,7 @@ from cogitator_memory.threads.models import Entry, Thread
 class EntrySQL:
     lock_thread: str
     parent_in_thread: str
+    mark_fork: str
     insert_entry: str
     advance_thread: str
     advance_thread_and_leaf: str
@@ -68,18 +69,33 @@ def _statements(vendor: str, lock_clause: str, quote_key: str) -> EntrySQL:
     leaf = quote(_column(Thread, "active_leaf"))
     agent = quote(_column(Thread, "agent_id"))
     owner = quote(_column(Thread, "user_id"))
+    fork = quote(_column(Thread, "fork_seq"))
     entry_id = quote(_column(Entry, "id"))
     entry_thread = quote(_column(Entry, "thread"))
+    entry_parent = quote(_column(Entry, "parent"))
+    entry_seq = quote(_column(Entry, "seq"))
+    # The seq of an entry and whether it has a child already: a new child makes it a fork.
+    # Both through indexes (the primary key, the parent's), in the statement that reads
+    # the entry anyway.
+    leaf_seq = f"(SELECT p.{entry_seq} FROM {entry_table} p WHERE p.{entry_id} = t.{leaf})"
+    leaf_has_child = f"(SELECT 1 FROM {entry_table} c WHERE c.{entry_parent} = t.{leaf} LIMIT 1)"
     fields = tuple(Entry._meta.concrete_fields)
     columns = ", ".join(quote(str(field.column)) for field in fields)
     placeholders = ", ".join(["%s"] * len(fields))
     return EntrySQL(
         lock_thread=(
-            f"SELECT {next_seq}, {leaf}, {agent}, {owner} FROM {thread_table}"
-            f" WHERE {thread_id} = %s{lock_clause}"
+            f"SELECT t.{next_seq}, t.{leaf}, t.{agent}, t.{owner}, t.{fork}, {leaf_seq},"
+            f" {leaf_has_child} FROM {thread_table} t"
+            f" WHERE t.{thread_id} = %s{lock_clause}"
         ),
         parent_in_thread=(
-            f"SELECT 1 FROM {entry_table} WHERE {entry_id} = %s AND {entry_thread} = %s"
+            f"SELECT p.{entry_seq}, (SELECT 1 FROM {entry_table} c"
+            f" WHERE c.{entry_parent} = p.{entry_id} LIMIT 1)"
+            f" FROM {entry_table} p WHERE p.{entry_id} = %s AND p.{entry_thread} = %s"
+        ),
+        mark_fork=(
+            f"UPDATE {thread_table} SET {fork} = %s WHERE {thread_id} = %s"
+            f" AND ({fork} IS NULL OR {fork} > %s)"
         ),
         insert_entry=f"INSERT INTO {entry_table} ({columns}) VALUES ({placeholders})",
         advance_thread=f"UPDATE {thread_table} SET {next_seq} = %s WHERE {thread_id} = %s",
@@ -103,25 +119,59 @@ def statements(connection: BaseDatabaseWrapper) -> EntrySQL:
 
 
 @dataclass(frozen=True)
+class ParentState:
+    """An entry a new entry is added under: its seq, and whether it has a child already."""
+
+    seq: int
+    has_child: bool
+
+
+@dataclass(frozen=True)
 class LockedThread:
-    """What add_entry reads of the thread row it locks."""
+    """What add_entry reads of the thread row it locks, and of its active leaf."""
 
     last_seq: int
     active_leaf_id: str | None
     agent_id: str
     user_id: str | None
+    fork_seq: int | None
+    active_leaf: ParentState | None
 
 
 def locked_thread_state(cursor: Any, sql: EntrySQL, thread_id: str) -> LockedThread | None:
     """The thread's last seq, active leaf and owner, locked until commit; None if missing."""
     cursor.execute(sql.lock_thread, [thread_id])
     row = cursor.fetchone()
-    return LockedThread(int(row[0]), row[1], row[2], row[3]) if row else None
+    if row is None:
+        return None
+    leaf = ParentState(int(row[5]), row[6] is not None) if row[5] is not None else None
+    fork = int(row[4]) if row[4] is not None else None
+    return LockedThread(int(row[0]), row[1], row[2], row[3], fork, leaf)
 
 
-def parent_is_in_thread(cursor: Any, sql: EntrySQL, parent_id: str, thread_id: str) -> bool:
+def parent_in_thread(
+    cursor: Any, sql: EntrySQL, parent_id: str, thread_id: str
+) -> ParentState | None:
+    """The entry ``parent_id`` of the thread, or None when the thread has no such entry."""
     cursor.execute(sql.parent_in_thread, [parent_id, thread_id])
-    return cursor.fetchone() is not None
+    row = cursor.fetchone()
+    return ParentState(int(row[0]), row[1] is not None) if row is not None else None
+
+
+def mark_fork(
+    cursor: Any, sql: EntrySQL, state: LockedThread, parent: ParentState | None, thread_id: str
+) -> None:
+    """Record the fork a new child of ``parent`` (None: a new root) makes, if it does:
+    a parent that has a child already, or a second root. Keeps the earliest fork."""
+    if parent is None:
+        # A second root, unless the thread was cleared (or never written).
+        fork = (
+            0 if state.last_seq > 0 and Entry.objects.filter(thread_id=thread_id).exists() else None
+        )
+    else:
+        fork = parent.seq if parent.has_child else None
+    if fork is not None and (state.fork_seq is None or fork < state.fork_seq):
+        cursor.execute(sql.mark_fork, [fork, thread_id, fork])
 
 
 def insert_entry(

@@ -92,6 +92,17 @@ class Thread(models.Model):
         editable=False,
         help_text=_("The seq of the last entry added; the next one gets this plus one."),
     )
+    fork_seq = models.PositiveBigIntegerField(
+        _("first fork"),
+        null=True,
+        blank=True,
+        editable=False,
+        help_text=_(
+            "The seq of the earliest entry with two children or more (0 for a thread of "
+            "two roots); empty while the thread is one chain. Every entry up to it is on "
+            "every branch, which spares reads a walk up the tree."
+        ),
+    )
     created_at = models.DateTimeField(_("created at"), default=timezone.now, editable=False)
     updated_at = models.DateTimeField(
         _("updated at"),

@@ -7,6 +7,8 @@ O(limit) whatever the size of the thread. The same SQL runs on PostgreSQL and SQ
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from django.db import connections, router
 
 from cogitator_memory.threads.models import Entry
@@ -52,3 +54,58 @@ def walk_ids_until(start_id: str, target_id: str) -> list[str]:
     with connection.cursor() as cursor:
         cursor.execute(sql, [start_id, target_id])
         return [row[0] for row in cursor.fetchall()]
+
+
+def ids_down_to(start_id: str, lowest_seq: int) -> list[str]:
+    """Ids from ``start_id`` up toward the root, while their seq is ``lowest_seq`` or
+    more: one walk whose length is that stretch of the branch."""
+    table, pk, parent = _tables()
+    seq = connections[router.db_for_read(Entry)].ops.quote_name(
+        Entry._meta.get_field("seq").column or "seq"
+    )
+    sql = (
+        f"WITH RECURSIVE walk(entry_id, parent_id) AS ("
+        f" SELECT {pk}, {parent} FROM {table} WHERE {pk} = %s AND {seq} >= %s"
+        f" UNION ALL"
+        f" SELECT e.{pk}, e.{parent} FROM {table} e"
+        f" JOIN walk w ON e.{pk} = w.parent_id WHERE e.{seq} >= %s"
+        f") SELECT entry_id FROM walk"
+    )
+    connection = connections[router.db_for_read(Entry)]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [start_id, lowest_seq, lowest_seq])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def on_branch(thread_id: str, leaf_id: str | None, seqs: Mapping[str, int]) -> set[str]:
+    """Which of the thread's entries ``seqs`` (id -> seq) are on the branch ending at
+    ``leaf_id`` (the thread's active leaf when None): the leaf and its ancestors.
+
+    An entry no later than the thread's first fork (``Thread.fork_seq``) and than the leaf
+    is on every branch through it, so only the entries after the fork cost a walk, and
+    that walk goes from the leaf down to the oldest of them, not to the root.
+    """
+    from cogitator_memory.threads.models import Thread
+
+    if not seqs:
+        return set()
+    row = Thread.objects.filter(pk=thread_id).values_list("fork_seq", "active_leaf_id").first()
+    if row is None:
+        return set()
+    fork, active = row
+    leaf = leaf_id if leaf_id is not None else active
+    leaf_seq = (
+        Entry.objects.filter(pk=leaf, thread_id=thread_id).values_list("seq", flat=True).first()
+        if leaf is not None
+        else None
+    )
+    if leaf_seq is None:
+        return set()
+    sure = leaf_seq if fork is None else min(fork, leaf_seq)
+    found = {entry_id for entry_id, seq in seqs.items() if seq <= sure}
+    later = {entry_id: seq for entry_id, seq in seqs.items() if sure < seq <= leaf_seq}
+    if later:
+        assert leaf is not None
+        walked = set(ids_down_to(leaf, min(later.values())))
+        found.update(entry_id for entry_id in later if entry_id in walked)
+    return found

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from cogitator_memory import lineage, policy, signals
@@ -36,10 +37,12 @@ from cogitator_memory.keywords.entries import index_entries
 from cogitator_memory.scope import Scope, thread_owner
 from cogitator_memory.threads.branches import checkout, fork_thread, rewind
 from cogitator_memory.threads.entry_sql import (
+    ParentState,
     entry_connection,
     insert_entry,
     locked_thread_state,
-    parent_is_in_thread,
+    mark_fork,
+    parent_in_thread,
     statements,
 )
 from cogitator_memory.threads.locking import lock_entry_thread, lock_thread
@@ -210,7 +213,8 @@ def clear_thread(thread_id: str, *, scope: Scope | None = None) -> Thread:
     entry_ids = list(Entry.objects.of_thread(thread_id).values_list("id", flat=True))
     lineage.forget_entries(entry_ids)
     thread.active_leaf = None
-    Thread.objects.filter(pk=thread.pk).update(active_leaf=None)
+    thread.fork_seq = None
+    Thread.objects.filter(pk=thread.pk).update(active_leaf=None, fork_seq=None)
     Entry.objects.of_thread(thread_id).delete()
     transaction.on_commit(
         lambda: signals.thread_cleared.send(sender=Thread, thread_id=thread_id, entry_ids=entry_ids)
@@ -275,14 +279,18 @@ def add_entry(
         state = locked_thread_state(cursor, sql, thread_id)
         if state is None or not policy.can_see(scope, state.agent_id, state.user_id):
             raise ThreadNotFound(thread_id)
+        parent: ParentState | None
         if parent_id is UNSET:
-            resolved_parent = state.active_leaf_id
+            resolved_parent, parent = state.active_leaf_id, state.active_leaf
         elif parent_id is None:
-            resolved_parent = None
-        elif storable_text(parent_id) and parent_is_in_thread(cursor, sql, parent_id, thread_id):
+            resolved_parent, parent = None, None
+        elif storable_text(parent_id) and (
+            parent := parent_in_thread(cursor, sql, parent_id, thread_id)
+        ):
             resolved_parent = parent_id
         else:
             raise EntryNotInThread(str(parent_id), thread_id, field="parent_id")
+        mark_fork(cursor, sql, state, parent, thread_id)
         entry = Entry(
             id=new_entry_id(),
             thread_id=thread_id,
@@ -319,6 +327,22 @@ def add_entry(
     return entry
 
 
+def _note_fork_after_splice(thread: Thread, entry: Entry) -> None:
+    """The children of a deleted entry moved to its parent (or became roots): a fork
+    when the parent now has two children or more."""
+    siblings = Entry.objects.filter(thread_id=thread.pk, parent_id=entry.parent_id)
+    if siblings[:2].count() < 2:
+        return
+    fork = (
+        Entry.objects.filter(pk=entry.parent_id).values_list("seq", flat=True).get()
+        if entry.parent_id is not None
+        else 0
+    )
+    Thread.objects.filter(pk=thread.pk).filter(
+        Q(fork_seq__isnull=True) | Q(fork_seq__gt=fork)
+    ).update(fork_seq=fork)
+
+
 @transaction.atomic
 def delete_entry(entry_id: str, *, scope: Scope | None = None) -> None:
     """Splice an entry out of its branch: its children move to its parent, and an
@@ -326,7 +350,9 @@ def delete_entry(entry_id: str, *, scope: Scope | None = None) -> None:
     Raises ``EntryNotFound`` (also for an entry ``scope`` may not see)."""
     thread, entry = lock_entry_thread(entry_id, scope=scope)
     lineage.forget_entries([entry.pk])
-    Entry.objects.filter(parent_id=entry.pk).update(parent_id=entry.parent_id)
+    moved = Entry.objects.filter(parent_id=entry.pk).update(parent_id=entry.parent_id)
+    if moved:
+        _note_fork_after_splice(thread, entry)
     if thread.active_leaf_id == entry.pk:
         Thread.objects.filter(pk=thread.pk).update(active_leaf_id=entry.parent_id)
     Entry.objects.filter(pk=entry.pk).delete()
