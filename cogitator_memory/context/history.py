@@ -7,14 +7,14 @@ tool results, images), whatever its saved ``token_count`` says.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from cogitator_memory.compaction.history import SUMMARY_INTRO, compaction_event
 from cogitator_memory.context.assembler import ContextBlock
 from cogitator_memory.threads.models import EntryType, Role
 from cogitator_memory.threads.text import entry_text
-from cogitator_memory.tokens import count_entry_tokens, count_message_tokens, count_tokens
+from cogitator_memory.tokens import count_entry_tokens, count_message_tokens
 
 __all__ = [
     "CACHE_BREAKPOINT",
@@ -142,7 +142,3 @@ def mark_turn_ends(messages: list[dict[str, Any]], entries: Sequence[Any | None]
             break
     if last_start is not None and last_start > 0:
         messages[last_start - 1][CACHE_BREAKPOINT] = True
-
-
-def texts_tokens(texts: Iterable[str]) -> int:
-    return sum(count_tokens(text) for text in texts)
