@@ -146,6 +146,13 @@ DEFAULTS: dict[str, Any] = {
         # every principal. Off: a principal sees only rows of its granted agents.
         "API_SEARCH_SHARED": False,
     },
+    # Recall (search/retriever.py).
+    "RECALL": {
+        # The local directory of a sentence-transformers cross-encoder that reorders the
+        # best hits of recall (search/rerank.py); None for no reranker. Models are only read
+        # from disk, never downloaded: save one there first. Needs the "local" extra.
+        "RERANKER_PATH": None,
+    },
 }
 
 

@@ -316,6 +316,8 @@ GOOD_VALUES = [
     ("EMBEDDINGS", "HNSW_EF_SEARCH", 1000),
     ("EMBEDDINGS", "API_SEARCH_SHARED", True),
     ("EMBEDDINGS", "API_SEARCH_SHARED", False),
+    ("RECALL", "RERANKER_PATH", None),
+    ("RECALL", "RERANKER_PATH", "/models/ms-marco-MiniLM-L-6-v2"),
 ]
 
 
@@ -486,6 +488,7 @@ BAD_VALUES = [
     ("EMBEDDINGS", "HNSW_EF_SEARCH", 1001, "E004", "must be between 1 and 1000, not 1001"),
     ("EMBEDDINGS", "API_SEARCH_SHARED", "yes", "E002", "must be a bool, not str"),
     ("EMBEDDINGS", "API_SEARCH_SHARED", 1, "E002", "must be a bool, not int"),
+    ("RECALL", "RERANKER_PATH", "", "E006", "must be None or a non-empty str, not ''"),
 ]
 
 

@@ -18,7 +18,15 @@ from typing import Any, Protocol
 
 from django.core.exceptions import ImproperlyConfigured
 
-__all__ = ["RERANK_DEPTH", "CrossEncoderReranker", "Reranker", "maximal_marginal_relevance"]
+from cogitator_memory.conf import memory_settings
+
+__all__ = [
+    "RERANK_DEPTH",
+    "CrossEncoderReranker",
+    "Reranker",
+    "maximal_marginal_relevance",
+    "reranker_from_settings",
+]
 
 # The hits a reranker reorders: a cross-encoder reads each with the query, about 10 ms a
 # pair for a MiniLM-size model on CPU.
@@ -71,6 +79,13 @@ class CrossEncoderReranker:
             return []
         scores = self._load().predict([(query, text) for text in texts])
         return [float(score) for score in scores]
+
+
+def reranker_from_settings() -> Reranker | None:
+    """The cross-encoder of ``RECALL["RERANKER_PATH"]``, or None when no path is set.
+    Raises ``ImproperlyConfigured`` as ``CrossEncoderReranker`` does."""
+    path = memory_settings.RECALL.get("RERANKER_PATH")
+    return CrossEncoderReranker(path) if path else None
 
 
 def maximal_marginal_relevance(

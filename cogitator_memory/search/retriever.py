@@ -43,7 +43,7 @@ import math
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -72,7 +72,12 @@ from cogitator_memory.search.recall_channels import (
     mentions,
     personalized_pagerank,
 )
-from cogitator_memory.search.rerank import RERANK_DEPTH, Reranker, maximal_marginal_relevance
+from cogitator_memory.search.rerank import (
+    RERANK_DEPTH,
+    Reranker,
+    maximal_marginal_relevance,
+    reranker_from_settings,
+)
 from cogitator_memory.search.retrieval_types import (
     ChannelScore,
     QueryAnalysis,
@@ -80,7 +85,7 @@ from cogitator_memory.search.retrieval_types import (
     RecallHit,
     Retrieval,
 )
-from cogitator_memory.search.tokenizer import STOPWORDS, tokenize
+from cogitator_memory.search.tokenizer import STOPWORDS, tokenize, words
 from cogitator_memory.threads.models import CONVERSATION_TYPES, Entry, Thread
 from cogitator_memory.threads.paths import walk_up
 from cogitator_memory.threads.text import entry_text
@@ -101,8 +106,14 @@ EMBED_BATCH = 64
 # Vectors of turns kept per retriever (by entry id), and query vectors.
 MAX_CACHED_VECTORS = 50_000
 MAX_CACHED_QUERIES = 256
-# Reciprocal-rank fusion's k: low, so the first places of a channel count more.
+# Reciprocal-rank fusion's k (Cormack et al.'s 60).
 FUSION_K = 60
+# A turn is read with the turns just before and after it on the branch, when they were
+# said within CONTEXT_GAP of it: an answer ("the small Fuji one") is found by the words
+# of the question it answers. Its keyword document holds their words too, and its vector
+# score is its own cosine plus CONTEXT_SHARE of the best cosine of those turns.
+CONTEXT_GAP = timedelta(hours=1)
+CONTEXT_SHARE = 0.5
 # The best items whose evidence turns (and graph neighbours) are followed, and the best
 # turns whose neighbours are.
 SEED_ITEMS = 5
@@ -113,6 +124,9 @@ SEED_TURNS = 10
 COVERAGE_WEIGHT = 0.5
 RECENCY_WEIGHT = 0.05
 RETRIEVED_WEIGHT = 0.05
+# A turn said by someone the input names ("What did Ana say about...") is scaled by
+# 1 + SPEAKER_WEIGHT.
+SPEAKER_WEIGHT = 0.3
 # MMR: the share of relevance against novelty, over the best MMR_DEPTH hits.
 MMR_BALANCE = 0.9
 MMR_DEPTH = 100
@@ -182,6 +196,21 @@ def turn_text(entry: Entry) -> str:
     return f"{entry.name}: {text}" if entry.name and text else text
 
 
+def _context_of(turns: Sequence[Entry]) -> dict[str, tuple[Entry, ...]]:
+    """The turns each turn is read with: those just before and after it in ``turns``,
+    said within ``CONTEXT_GAP`` of it."""
+    context: dict[str, tuple[Entry, ...]] = {}
+    for n, entry in enumerate(turns):
+        around = [
+            turns[other]
+            for other in (n - 1, n + 1)
+            if 0 <= other < len(turns)
+            and abs(turns[other].created_at - entry.created_at) <= CONTEXT_GAP
+        ]
+        context[entry.pk] = tuple(around)
+    return context
+
+
 @dataclass
 class _Candidates:
     """The turns and items found so far, by key, with what rerank reads of them."""
@@ -195,7 +224,8 @@ class MemoryRetriever:
     """The multi-channel search of recall (this module's docstring says what it does).
 
     ``embedding_service``: the configured one by default (none: no vector channels);
-    ``store``: the configured embedding store; ``reranker``: reorders the best hits;
+    ``store``: the configured embedding store; ``reranker``: reorders the best hits (the
+    cross-encoder of ``RECALL["RERANKER_PATH"]`` by default, none without it);
     ``clock``: "now" for the recency of items. One retriever keeps the vectors and
     tokens of the turns it embedded or read, by entry id, and the vectors of recent
     inputs: keep one per builder or per thread, not per turn.
@@ -210,7 +240,7 @@ class MemoryRetriever:
     ) -> None:
         self._service = embedding_service
         self._store = store
-        self.reranker = reranker
+        self.reranker = reranker if reranker is not None else reranker_from_settings()
         self.clock = clock or timezone.now
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._tokens: dict[str, tuple[str, ...]] = {}
@@ -338,6 +368,8 @@ class _Run:
         self.found = _Candidates()
         # History mode: the turns searched, oldest first. Thread mode: None.
         self.turns: list[Entry] | None = None
+        # History mode: the turns each turn is read with (its neighbours), by entry id.
+        self.context: dict[str, tuple[Entry, ...]] = {}
         self.items: list[MemoryItem] = []
         self.named: list[NamedEntity] = []
         self._keyword_index: KeywordIndex | None = None
@@ -370,6 +402,7 @@ class _Run:
             self.turns = turns
             for entry in turns:
                 self.found.entries[entry_key(entry.pk)] = entry
+            self.context = _context_of(turns)
             if turns:
                 self._first_seq = min(entry.seq for entry in turns)
                 self._last_seq = max(entry.seq for entry in turns)
@@ -461,7 +494,7 @@ class _Run:
         if self._keyword_index is None:
             turns = self.turns or []
             self._keyword_index = KeywordIndex(
-                [(entry.pk, self.retriever._turn_tokens(entry)) for entry in turns]
+                [(entry.pk, self._window_tokens(entry)) for entry in turns]
             )
         return self._keyword_index
 
@@ -514,7 +547,7 @@ class _Run:
                 logger.warning("Recall without turn vectors: %s", exc)
                 self.errors.append(RecallError("semantic", f"turn vectors: {exc}"))
                 return
-        kept = kept_by_thresholds(scores, limit=CHANNEL_DEPTH)
+        kept = kept_by_thresholds(self._in_context(scores), limit=CHANNEL_DEPTH)
         self._rank("entry_vector", [(entry_key(entry_id), score) for entry_id, score in kept])
 
     def _turn_cosines(self, service: EmbeddingService) -> dict[str, float]:
@@ -538,6 +571,17 @@ class _Run:
             }
         turns = self.turns or []
         return cosines(query, self.retriever._turn_vectors(turns, service))
+
+    def _in_context(self, scores: Mapping[str, float]) -> dict[str, float]:
+        """History mode: each turn's cosine plus ``CONTEXT_SHARE`` of the best cosine of
+        the turns it is read with."""
+        if not self.context:
+            return dict(scores)
+        read: dict[str, float] = {}
+        for entry_id, score in scores.items():
+            around = [scores.get(other.pk, 0.0) for other in self.context.get(entry_id, ())]
+            read[entry_id] = score + CONTEXT_SHARE * max([0.0, *around])
+        return read
 
     def entry_time(self) -> None:
         interval = self.analysis.time
@@ -742,11 +786,18 @@ class _Run:
         self._fused_scores = {hit.id: hit.score for hit in fused}
         return [hit.id for hit in fused]
 
+    def _window_tokens(self, entry: Entry) -> tuple[str, ...]:
+        """The tokens of a turn and of the turns it is read with."""
+        tokens = self.retriever._turn_tokens(entry)
+        for other in self.context.get(entry.pk, ()):
+            tokens = tokens + self.retriever._turn_tokens(other)
+        return tokens
+
     def _tokens_of(self, key: str) -> frozenset[str]:
         tokens = self.found.tokens.get(key)
         if tokens is None:
             if key.startswith("entry:"):
-                tokens = frozenset(self.retriever._turn_tokens(self.found.entries[key]))
+                tokens = frozenset(self._window_tokens(self.found.entries[key]))
             else:
                 tokens = frozenset(tokenize(item_text(self.found.items[key])))
             self.found.tokens[key] = tokens
@@ -760,6 +811,7 @@ class _Run:
         ] or list(self.analysis.terms)
         span = max(self._last_seq - self._first_seq, 1)
         now = self.retriever.clock()
+        speakers = set(words(self.input))
         scores = {}
         for key in keys:
             score = self._fused_scores[key]
@@ -770,6 +822,8 @@ class _Run:
                 entry = self.found.entries[key]
                 recency = min(max((entry.seq - self._first_seq) / span, 0.0), 1.0)
                 score *= 1 + RECENCY_WEIGHT * recency
+                if entry.name and entry.name.lower() in speakers:
+                    score *= 1 + SPEAKER_WEIGHT
             else:
                 item = self.found.items[key]
                 age_days = max((now - item.recorded_at).total_seconds() / 86400, 0.0)

@@ -597,3 +597,62 @@ def test_a_written_item_is_embedded_in_the_background_once(
     assert [call for call in service.calls if call != ["automobile"]] == [
         ["Ana vehicle: a red car"]
     ]
+
+
+def test_a_turn_is_read_with_the_question_it_answers() -> None:
+    # given: the answer holds none of the words asked; the question before it does
+    history = conversation(
+        [*FILLER[:5], "Which camera did you buy?", "The small Fuji one.", *FILLER[5:]]
+    )
+    same_minute = history[5].created_at
+    Entry.objects.filter(pk=history[6].pk).update(created_at=same_minute)
+    history[6].created_at = same_minute
+
+    # when
+    retrieval = MemoryRetriever().retrieve(input="camera bought", anchor=ANCHOR, history=history)
+
+    # then: both are found by their words, the answer through the question's
+    keyword = [hit.id for hit in retrieval.hits if "entry_keyword" in hit.channels]
+    assert history[5].pk in keyword and history[6].pk in keyword
+
+
+def test_turns_of_a_speaker_the_input_names_come_first() -> None:
+    # given: two turns as near to the question, said by Ana and by Ben
+    thread = threads.create_thread("concierge", {"userId": "ana"})
+    by_ben = threads.add_entry(thread.pk, role="user", name="Ben", content="I went hiking.")
+    by_ana = threads.add_entry(thread.pk, role="user", name="Ana", content="I went hiking.")
+
+    # when
+    retrieval = MemoryRetriever().retrieve(
+        input="Where did Ana go hiking?", anchor=ANCHOR, history=[by_ben, by_ana]
+    )
+
+    # then
+    assert ids(retrieval)[:2] == [by_ana.pk, by_ben.pk]
+
+
+def test_the_reranker_comes_from_settings_and_only_from_a_local_directory(
+    settings: Any, tmp_path: Any
+) -> None:
+    # given
+    from django.core.exceptions import ImproperlyConfigured
+
+    from cogitator_memory.search.rerank import CrossEncoderReranker
+
+    # then: none by default
+    assert MemoryRetriever().reranker is None
+
+    # when: a directory is named (the model is read on the first rerank, not here)
+    settings.COGITATOR_MEMORY = {"RECALL": {"RERANKER_PATH": str(tmp_path)}}
+    reranker = MemoryRetriever().reranker
+
+    # then
+    assert isinstance(reranker, CrossEncoderReranker)
+    assert reranker.path == tmp_path
+
+    # when: a path that is not a directory
+    settings.COGITATOR_MEMORY = {"RECALL": {"RERANKER_PATH": str(tmp_path / "missing")}}
+
+    # then
+    with pytest.raises(ImproperlyConfigured, match="does not exist"):
+        MemoryRetriever()
