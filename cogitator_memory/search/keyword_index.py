@@ -315,17 +315,21 @@ def _read_counts(
 ) -> list[tuple[str, str, int, int]]:
     """(document, term, count, length) of these documents' postings of ``terms``."""
     rows: list[tuple[str, str, int, int]] = []
+    corpus_ids = set(corpora.ids)
     for start in range(0, len(document_ids), ID_CHUNK):
         chunk = document_ids[start : start + ID_CHUNK]
+        # The corpus is checked here, not in SQL: with it in the WHERE clause SQLite
+        # walks the terms' whole postings instead of each document's few.
         rows.extend(
             (row[0], row[1], int(row[2]), int(row[3]))
             for row in _fetch(
-                f"SELECT document_id, term, count, length FROM {_table(KeywordPosting)} "
+                f"SELECT document_id, term, count, length, corpus_id "
+                f"FROM {_table(KeywordPosting)} "
                 f"WHERE document_id IN ({_placeholders(chunk)}) "
-                f"AND term IN ({_placeholders(terms)}) "
-                f"AND corpus_id IN ({_placeholders(corpora.ids)})",
-                [*chunk, *terms, *corpora.ids],
+                f"AND term IN ({_placeholders(terms)})",
+                [*chunk, *terms],
             )
+            if row[4] in corpus_ids
         )
     return rows
 
