@@ -138,24 +138,31 @@ class ContextBuild:
         """When a thread without compactions has been read far enough: past what a recent
         run can hold (tool results at the cost of their note) and past the newest
         ``HISTORY_READ_FLOOR`` entries, so what is left out of a history of usual length
-        is reported whole. None: read the whole history (relevant through the index,
-        hybrid without it, search all of it)."""
+        is reported whole; for hybrid without the message index, the newest
+        ``SCORED_ENTRIES`` older than that too. None: read the whole history (relevant
+        through the index searches all of it)."""
         indexed = self.builder.uses_message_index()
         strategy = self.config.strategy
-        if (strategy == "relevant" and indexed) or (strategy == "hybrid" and not indexed):
+        if strategy == "relevant" and indexed:
             return None
         if strategy == "relevant" and not self.current_input:
             strategy = "recent"
         entries_needed = max(HISTORY_READ_FLOOR, SCORED_ENTRIES if strategy == "relevant" else 0)
+        # Hybrid without the message index scores the newest turns older than the history
+        # it keeps: those are read too.
+        older_needed = SCORED_ENTRIES if strategy == "hybrid" and not indexed else 0
         tokens = 0
         count = 0
+        at_budget: int | None = None
 
         def enough(entry: Entry) -> bool:
-            nonlocal tokens, count
+            nonlocal tokens, count, at_budget
             block = self.block_of(entry)
             tokens += min(block.tokens, block.fallback.tokens if block.fallback else block.tokens)
             count += 1
-            return tokens > self.available and count >= entries_needed
+            if at_budget is None and tokens > self.available:
+                at_budget = count
+            return at_budget is not None and count >= max(entries_needed, at_budget + older_needed)
 
         return enough
 

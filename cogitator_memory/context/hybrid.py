@@ -1,10 +1,11 @@
 """The recall of hybrid: what the retriever finds past the history the budget keeps.
 
-Without the message index the builder scores the newest 200 turns older than the history
-itself (embedded once per builder) and gives the retriever those turns and cosines; with
-it, the retriever searches the thread's vectors in the store before the oldest turn the
-history keeps, so recall reaches the whole thread. A scoring that fails leaves a recall
-without vectors (an empty set of cosines) and a relevance error.
+The retriever searches the thread before the oldest turn the history keeps, on the
+branch being built: by the keyword index of entries, by time, by entities, and by the
+thread's vectors in the store when the message index is on. Without the message index
+the builder scores the newest 200 turns older than the history itself (read with it,
+embedded once per builder) and gives the retriever those cosines. A scoring that fails
+leaves a recall without vectors and a relevance error.
 """
 
 from __future__ import annotations
@@ -35,18 +36,19 @@ def recall_for_turn(
     text = run.current_input
     retriever = run.builder.retriever()
     oldest = history[0].seq if history else None
-    older = [entry for entry in run.conversation if oldest is None or entry.seq < oldest]
-    if run.builder.uses_message_index():
-        # The vectors are in the store: the retriever searches the whole thread
-        # before the history kept, compacted entries included.
-        where: dict[str, Any] = {
-            "thread_id": run.thread_id,
-            "before_seq": oldest,
-            "leaf_id": run.leaf_id,
-        }
-        cosines: dict[str, float] | None = None
-    else:
-        where = {"history": older, "thread_id": run.thread_id if older else None}
+    # The turns older than the history kept are searched in the thread (the keyword
+    # index of entries, the message index, the database), not read here: a build costs
+    # what its budget holds whatever the length of the thread.
+    where: dict[str, Any] = {
+        "thread_id": run.thread_id,
+        "before_seq": oldest,
+        "leaf_id": run.leaf_id,
+    }
+    cosines: dict[str, float] | None = None
+    if not run.builder.uses_message_index():
+        # Without the message index, vectors for the newest older turns read with the
+        # history, embedded once per builder.
+        older = [entry for entry in run.conversation if oldest is None or entry.seq < oldest]
         cosines = older_cosines(run, text, older)
     held = [*(entry.pk for entry in history), *held_facts]
     items = run.attempt(

@@ -87,7 +87,7 @@ from cogitator_memory.search.retrieval_types import (
 )
 from cogitator_memory.search.tokenizer import STOPWORDS, tokenize, words
 from cogitator_memory.threads.models import CONVERSATION_TYPES, Entry, Thread
-from cogitator_memory.threads.paths import walk_up
+from cogitator_memory.threads.paths import on_branch
 from cogitator_memory.threads.text import entry_text
 
 if TYPE_CHECKING:
@@ -438,33 +438,13 @@ class _Run:
         return {**known, **fresh}
 
     def _on_branch(self, entries: dict[str, Entry]) -> dict[str, Entry]:
-        """The entries that are ancestors of the leaf (the thread's active leaf by
-        default): one walk up from the leaf to the oldest of them."""
-        if not entries:
+        """The entries that are the leaf (the thread's active leaf by default) or its
+        ancestors (``threads.paths.on_branch``: no walk below the thread's first fork)."""
+        if not entries or self.thread_id is None:
             return {}
-        leaf = self.leaf_id
-        if leaf is None:
-            leaf = (
-                Thread.objects.filter(pk=self.thread_id)
-                .values_list("active_leaf_id", flat=True)
-                .first()
-            )
-        if leaf is None:
-            return {}
-        oldest = min(entry.seq for entry in entries.values())
-        on_branch: set[str] = set()
-        start: str | None = leaf
-        step = 256
-        while start is not None:
-            chunk = walk_up(start, step)
-            if not chunk:
-                break
-            on_branch.update(entry.pk for entry in chunk if entry.thread_id == self.thread_id)
-            if chunk[-1].seq <= oldest:
-                break
-            start = chunk[-1].parent_id
-            step = min(step * 2, 4096)
-        return {entry_id: entry for entry_id, entry in entries.items() if entry_id in on_branch}
+        seqs = {entry_id: entry.seq for entry_id, entry in entries.items()}
+        kept = on_branch(self.thread_id, self.leaf_id, seqs)
+        return {entry_id: entry for entry_id, entry in entries.items() if entry_id in kept}
 
     def load_items(self, items: Sequence[MemoryItem] | None, scope: MemoryScope | None) -> None:
         if items is None:

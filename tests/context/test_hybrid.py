@@ -141,7 +141,11 @@ def test_hybrid_keeps_the_newest_history_and_recalls_older_turns_with_their_repl
     held = [e for e in everything if e.pk in set(call["held"])]
     assert held == everything[-len(held) :]
     assert {e.content for e in held} <= kept
-    assert [e.pk for e in call["history"]] == [e.pk for e in everything[: -len(held)]]
+    # and the thread is searched before the oldest turn held, on the active branch
+    assert "history" not in call
+    assert call["thread_id"] == thread
+    assert call["before_seq"] == held[0].seq
+    assert call["leaf_id"] is None
     assert call["scope"] == MemoryScope(AGENT, USER, thread_id=thread)
 
 
