@@ -9,7 +9,10 @@ One thread of the agent's user ``u7`` grows to 10k and then 100k entries (2k and
 dated a few minutes apart, bulk-inserted and put in the keyword index of entries as the
 service does for each entry. The agent holds 10k memory items (2k with ``--quick``) of 100
 users, 400 of them ``u7``'s (``bench/items.py`` fills them). No embedding service: hybrid
-recalls without vectors, as it does on a deployment without one.
+recalls without vectors, as it does on a deployment without one. Background work a build
+asks for (counting the facts it sent) goes to a Redis broker (database 14 of
+127.0.0.1:6379, emptied afterwards) as in production, not run inside the build as eager
+Celery would.
 
 Measured at each size, as ``build()`` p50 / p95 over the questions of LoCoMo:
 
@@ -46,6 +49,7 @@ QUESTIONS = 60
 QUICK_QUESTIONS = 20
 WARM_UP = 3
 BATCH = 2_000
+BROKER = "redis://127.0.0.1:6379/14"
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 HYBRID_P95_TARGET = 100.0
 RECENT_P95_TARGET = 20.0
@@ -131,6 +135,7 @@ def measure(database: str, quick: bool) -> dict[str, Any]:
     opener = database_opener(database, prefix="bench-context", pg_name="bench_context")
     sizes = QUICK_SIZES if quick else SIZES
     report: dict[str, Any] = {"database": database, "sizes": {}}
+    os.environ["CELERY_BROKER_URL"] = BROKER
     with opener() as url:
         setup_django(url)
         from django.db import connection
@@ -139,6 +144,7 @@ def measure(database: str, quick: bool) -> dict[str, Any]:
         from cogitator_memory.context.builder import ContextBuilder
         from cogitator_memory.context.config import ContextBuilderConfig, ContextBuilderDeps
         from cogitator_memory.threads.services import create_thread
+        from project.celery import app
 
         turns, questions = locomo()
         questions = questions[: QUICK_QUESTIONS if quick else QUESTIONS]
@@ -180,6 +186,7 @@ def measure(database: str, quick: bool) -> dict[str, Any]:
             }
             report["sizes"][size] = figures
         report["load_average_1min"] = os.getloadavg()[0]
+        report["background_tasks_queued"] = app.control.purge()
     return report
 
 
