@@ -27,8 +27,8 @@ already, never one of another thread. The caller gives either
 - ``thread_id`` (with ``before_seq``, and ``leaf_id`` for a branch other than the thread's
   active one): the thread's entries before ``before_seq`` are searched through the message
   index, the keyword index of entries and the database, and every turn found is checked to
-  be an ancestor of ``leaf_id`` (one recursive walk up the branch, from the leaf to the
-  oldest turn found).
+  be ``leaf_id`` or one of its ancestors (``threads.paths.on_branch``: turns before the
+  thread's first fork need no walk, the others one walk up from the leaf).
 
 With ``access``, turns of a thread the caller may not see are never returned. Items are
 only those ``MemoryItems.query(scope, as_of=anchor, access=access)`` returns (or the
