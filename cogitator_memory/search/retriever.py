@@ -61,6 +61,7 @@ from cogitator_memory.exceptions import CogitatorMemoryError
 from cogitator_memory.items.models import Evidence, MemoryItem
 from cogitator_memory.items.services import MemoryItems
 from cogitator_memory.items.vectors import item_text, item_vectors
+from cogitator_memory.limits import check_limit
 from cogitator_memory.search.fusion import reciprocal_rank_fusion
 from cogitator_memory.search.query_analysis import analyze_query
 from cogitator_memory.search.recall_channels import (
@@ -315,10 +316,12 @@ class MemoryRetriever:
         computed (entry or item id -> cosine), used instead of embedding. ``items``: the
         items searched, else those of ``scope``. ``access``: the caller's grants.
 
-        Raises ``InvalidInput`` for an anchor without a zone or an unknown zone. A part
+        Raises ``InvalidInput`` for an anchor without a zone, an unknown zone or a limit
+        that is not a whole number of 1 or more. A part
         that fails (the embedding service, the store, the reranker) is left out and
         reported in ``errors``.
         """
+        check_limit(limit)
         analysis = analyze_query(input, anchor, time_zone)
         if not analysis.search:
             return Retrieval(analysis=analysis, hits=[])

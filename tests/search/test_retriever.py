@@ -656,3 +656,13 @@ def test_the_reranker_comes_from_settings_and_only_from_a_local_directory(
     # then
     with pytest.raises(ImproperlyConfigured, match="does not exist"):
         MemoryRetriever()
+
+
+@pytest.mark.parametrize("limit", [0, -1, 2.5, True])
+def test_a_bad_limit_is_refused(limit: Any) -> None:
+    # given
+    from cogitator_memory.exceptions import InvalidInput
+
+    # then
+    with pytest.raises(InvalidInput, match="limit"):
+        MemoryRetriever().retrieve(input="Coimbra", anchor=ANCHOR, limit=limit)
