@@ -281,6 +281,7 @@ class ContextBuild:
                 service=service,
                 store=self.builder.store(),
                 access=self.access,
+                include_shared=self.builder.deps.include_shared,
             ),
             [],
         )

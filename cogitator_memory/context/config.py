@@ -119,7 +119,9 @@ class ContextBuilderDeps:
     whether entries' vectors are kept in the store (True when an embedding provider is
     configured, when None). ``retriever``: the recall search of hybrid (a
     ``MemoryRetriever`` over the service, store and ``reranker`` when None). ``graph`` and
-    ``observations``: optional parts. ``clock``: "now" (tests pass their own).
+    ``observations``: optional parts. ``include_shared``: whether search results include
+    embeddings of no agent, user or thread (shared documents). ``clock``: "now" (tests
+    pass their own).
     """
 
     memory_items: MemoryItems | None = None
@@ -130,4 +132,5 @@ class ContextBuilderDeps:
     reranker: Any = None
     graph: GraphContextSource | None = None
     observations: ObservationSource | None = None
+    include_shared: bool = True
     clock: Callable[[], datetime] = timezone.now

@@ -25,9 +25,11 @@ def search_results(
     store: EmbeddingStore,
     access: Scope | None,
     limit: int = SEMANTIC_RESULTS,
+    include_shared: bool = True,
 ) -> list[SearchHit]:
-    """The ``limit`` embeddings nearest to ``input`` that the agent sees (its own and
-    those of no agent), messages aside. Raises what the service and the store raise."""
+    """The ``limit`` embeddings nearest to ``input`` that the agent sees (its own and,
+    with ``include_shared``, those of no agent), messages aside. Raises what the service
+    and the store raise."""
     hits = semantic_search(
         input,
         limit=limit * 2,
@@ -35,6 +37,7 @@ def search_results(
         store=store,
         service=service,
         scope=access,
+        include_shared=include_shared,
     )
     return [hit for hit in hits if hit.embedding.source_type != MESSAGE_SOURCE_TYPE][:limit]
 

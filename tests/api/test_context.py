@@ -309,3 +309,32 @@ def test_as_of_reads_items_as_they_stood(client: APIClient, conversation: Conver
         client, agent_id="agent-a", user_id="u1", input="parcel depot", as_of=before
     ).json()
     assert body["hits"] == []
+
+
+@pytest.mark.parametrize("shared_allowed", [False, True])
+def test_search_results_hold_shared_documents_only_where_the_server_allows(
+    client: APIClient, conversation: Conversation, settings: Any, shared_allowed: bool
+):
+    from tests.search.support import CONCEPT_PROVIDER, embeddings_settings, write_text
+
+    settings.COGITATOR_MEMORY = embeddings_settings(
+        CONCEPT_PROVIDER, API_SEARCH_SHARED=shared_allowed
+    )
+    write_text("doc-shared", "SHAREDDOC the invoice terms of every customer")
+    write_text("doc-own", "OWNDOC the invoice of agent a", agent="agent-a")
+    write_text("doc-other", "OTHERDOC the invoice of agent b", agent="agent-b")
+    response = build(
+        client,
+        thread_id=conversation.thread_id,
+        strategy="recent",
+        max_tokens=4000,
+        include_semantic_context=True,
+        current_input="Where is my invoice?",
+    )
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    found = {hit["source_id"] for hit in body["semantic_results"]}
+    assert "doc-own" in found
+    assert "doc-other" not in found and "OTHERDOC" not in str(body)
+    assert ("doc-shared" in found) is shared_allowed
+    assert ("SHAREDDOC" in str(body)) is shared_allowed

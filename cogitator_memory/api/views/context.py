@@ -26,8 +26,9 @@ from cogitator_memory.api.views.base import (
     ERROR_404,
     MemoryAPIView,
 )
+from cogitator_memory.api.views.search import shared_embeddings_searchable
 from cogitator_memory.context.builder import ContextBuilder
-from cogitator_memory.context.config import ContextBuilderConfig, Strategy
+from cogitator_memory.context.config import ContextBuilderConfig, ContextBuilderDeps, Strategy
 from cogitator_memory.embeddings.message_index import message_index_enabled
 from cogitator_memory.exceptions import ThreadNotFound
 from cogitator_memory.items.scopes import MemoryScope
@@ -77,7 +78,9 @@ class ContextView(MemoryAPIView):
             partitions=params["partitions"],
             time_zone=params["time_zone"],
         )
-        built = ContextBuilder(config).build(
+        # Shared embeddings (of no agent) only where the server lets API searches see them.
+        deps = ContextBuilderDeps(include_shared=shared_embeddings_searchable())
+        built = ContextBuilder(config, deps).build(
             thread_id=thread.pk,
             agent_id=thread.agent_id,
             user_id=thread.user_id,
