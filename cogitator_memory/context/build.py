@@ -59,6 +59,11 @@ T = TypeVar("T")
 # A history of up to this many entries is read whole (what was left out is reported in
 # full); past it, only as far as the budget reaches. About 5 ms of reading on PostgreSQL.
 HISTORY_READ_FLOOR = 500
+# Hybrid without the message index reads a branch of up to this many entries whole and
+# gives the retriever every older turn (it reads each with the turns next to it, which
+# the keyword index of entries does not); a longer one is searched through that index.
+# LoCoMo's conversations run to about 700 turns.
+HYBRID_WHOLE_HISTORY = 1000
 # What a build never swallows: the caller's mistakes.
 ARGUMENT_ERRORS = (ThreadNotFound, EntryNotInThread)
 
@@ -151,6 +156,8 @@ class ContextBuild:
         # Hybrid without the message index scores the newest turns older than the history
         # it keeps: those are read too.
         older_needed = SCORED_ENTRIES if strategy == "hybrid" and not indexed else 0
+        if strategy == "hybrid" and not indexed:
+            entries_needed = max(entries_needed, HYBRID_WHOLE_HISTORY)
         tokens = 0
         count = 0
         at_budget: int | None = None

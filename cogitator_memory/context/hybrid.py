@@ -1,10 +1,11 @@
 """The recall of hybrid: what the retriever finds past the history the budget keeps.
 
-The retriever searches the thread before the oldest turn the history keeps, on the
-branch being built: by the keyword index of entries, by time, by entities, and by the
-thread's vectors in the store when the message index is on. Without the message index
-the builder scores the newest 200 turns older than the history itself (read with it,
-embedded once per builder) and gives the retriever those cosines. A scoring that fails
+With the message index the retriever searches the thread before the oldest turn the
+history keeps, on the branch being built (the keyword index of entries, time, entities,
+the thread's vectors in the store). Without it the builder scores the newest 200 turns
+older than the history (embedded once per builder) and gives the retriever those cosines
+and, for a branch of up to ``HYBRID_WHOLE_HISTORY`` entries, every older turn; a longer
+branch is searched through the thread's indexes instead of read. A scoring that fails
 leaves a recall without vectors and a relevance error.
 """
 
@@ -36,20 +37,23 @@ def recall_for_turn(
     text = run.current_input
     retriever = run.builder.retriever()
     oldest = history[0].seq if history else None
-    # The turns older than the history kept are searched in the thread (the keyword
-    # index of entries, the message index, the database), not read here: a build costs
-    # what its budget holds whatever the length of the thread.
-    where: dict[str, Any] = {
-        "thread_id": run.thread_id,
-        "before_seq": oldest,
-        "leaf_id": run.leaf_id,
-    }
+    older = [entry for entry in run.conversation if oldest is None or entry.seq < oldest]
+    where: dict[str, Any]
     cosines: dict[str, float] | None = None
-    if not run.builder.uses_message_index():
-        # Without the message index, vectors for the newest older turns read with the
-        # history, embedded once per builder.
-        older = [entry for entry in run.conversation if oldest is None or entry.seq < oldest]
+    if run.builder.uses_message_index():
+        # The vectors are in the store: the retriever searches the whole thread before
+        # the history kept, compacted entries included.
+        where = {"thread_id": run.thread_id, "before_seq": oldest, "leaf_id": run.leaf_id}
+    else:
         cosines = older_cosines(run, text, older)
+        if run.history_complete:
+            # The whole branch was read: the retriever searches its older turns, each
+            # with the turns next to it.
+            where = {"history": older, "thread_id": run.thread_id if older else None}
+        else:
+            # A long branch: its older turns are searched through the thread's indexes,
+            # not read here, so a build costs what its budget holds.
+            where = {"thread_id": run.thread_id, "before_seq": oldest, "leaf_id": run.leaf_id}
     held = [*(entry.pk for entry in history), *held_facts]
     items = run.attempt(
         "facts",

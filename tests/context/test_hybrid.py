@@ -141,11 +141,7 @@ def test_hybrid_keeps_the_newest_history_and_recalls_older_turns_with_their_repl
     held = [e for e in everything if e.pk in set(call["held"])]
     assert held == everything[-len(held) :]
     assert {e.content for e in held} <= kept
-    # and the thread is searched before the oldest turn held, on the active branch
-    assert "history" not in call
-    assert call["thread_id"] == thread
-    assert call["before_seq"] == held[0].seq
-    assert call["leaf_id"] is None
+    assert [e.pk for e in call["history"]] == [e.pk for e in everything[: -len(held)]]
     assert call["scope"] == MemoryScope(AGENT, USER, thread_id=thread)
 
 
@@ -307,3 +303,27 @@ def test_recalled_items_are_counted_as_retrieved_in_the_background(
     stay.refresh_from_db()
     assert stay.times_retrieved == 1
     assert stay.last_retrieved_at == AS_OF
+
+
+def test_a_branch_longer_than_the_whole_read_is_searched_in_the_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cogitator_memory.context import build as build_module
+
+    monkeypatch.setattr(build_module, "HYBRID_WHOLE_HISTORY", 10)
+    monkeypatch.setattr(build_module, "HISTORY_READ_FLOOR", 10)
+    monkeypatch.setattr(build_module, "SCORED_ENTRIES", 5)
+    thread = new_thread()
+    entries = conversation(thread, 60, start=datetime(2026, 5, 1, tzinfo=UTC))
+    retriever = FakeRetriever()
+    cost = count_entry_tokens(entries[-1])
+    hybrid(retriever, max_tokens=cost * 12).build(
+        thread, AGENT, user_id=USER, current_input="What did we say about the hotel?"
+    )
+    [call] = retriever.calls
+    # not read whole: the retriever searches the thread before the oldest turn held
+    assert "history" not in call
+    assert call["thread_id"] == thread
+    held = [entry for entry in entries if entry.pk in set(call["held"])]
+    assert held and call["before_seq"] == held[0].seq
+    assert call["leaf_id"] is None
