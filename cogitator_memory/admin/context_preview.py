@@ -25,10 +25,17 @@ from django.utils.translation import gettext_lazy as _
 
 from cogitator_memory.admin.entry_tree import content_preview
 from cogitator_memory.context.builder import ContextBuilder
-from cogitator_memory.context.config import STRATEGIES, ContextBuilderConfig, default_reserve
+from cogitator_memory.context.config import (
+    MAX_REQUEST_BUDGET,
+    MAX_REQUEST_INPUT_CHARS,
+    MAX_REQUEST_PROMPT_CHARS,
+    STRATEGIES,
+    ContextBuilderConfig,
+    default_reserve,
+    default_strategy,
+)
 from cogitator_memory.context.history import CACHE_BREAKPOINT
 from cogitator_memory.context.partitions import PARTITION_NAMES
-from cogitator_memory.embeddings.message_index import message_index_enabled
 from cogitator_memory.exceptions import EntryNotInThread, InvalidInput
 from cogitator_memory.items.models import MemoryItem
 from cogitator_memory.threads.models import Entry
@@ -42,10 +49,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ContextPreviewForm", "build_preview", "preview_context"]
 
-# The bounds of the API's context request (``api/serializers/context.py``).
-MAX_BUDGET = 2_000_000
-MAX_PROMPT_CHARS = 200_000
-MAX_INPUT_CHARS = 10_000
+MAX_BUDGET = MAX_REQUEST_BUDGET
+MAX_PROMPT_CHARS = MAX_REQUEST_PROMPT_CHARS
+MAX_INPUT_CHARS = MAX_REQUEST_INPUT_CHARS
 # Dropped blocks listed on the page: a long thread drops thousands of history entries, and
 # the first ones say why as well as all of them; the page says how many there were.
 MAX_DROPPED_SHOWN = 500
@@ -107,7 +113,7 @@ class ContextPreviewForm(forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # As the API chooses when no strategy is given.
-        self.fields["strategy"].initial = "hybrid" if message_index_enabled() else "recent"
+        self.fields["strategy"].initial = default_strategy()
 
     def add_build_errors(self, error: InvalidInput | EntryNotInThread) -> None:
         """The builder's refusal, each message on the field it names (on the form when

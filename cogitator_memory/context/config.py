@@ -30,10 +30,16 @@ __all__ = [
     "check_budget",
     "check_time_zone",
     "default_reserve",
+    "default_strategy",
 ]
 
 Strategy = Literal["recent", "relevant", "hybrid"]
 STRATEGIES: tuple[Strategy, ...] = ("recent", "relevant", "hybrid")
+# What a request from outside (the API, the admin's preview) may ask a build for: a model's
+# context window is under two million tokens today, and prompts stay within a request body.
+MAX_REQUEST_BUDGET = 2_000_000
+MAX_REQUEST_PROMPT_CHARS = 200_000
+MAX_REQUEST_INPUT_CHARS = 10_000
 # reserve_tokens by default: this share of the budget, and never less than the minimum.
 RESERVE_SHARE = 0.1
 MIN_RESERVE_TOKENS = 100
@@ -60,6 +66,14 @@ def check_budget(value: Any, *, field: str, minimum: int = 0) -> int | None:
             {field: f"A number of tokens is a whole number of {minimum} or more, not {value!r}."}
         )
     return value
+
+
+def default_strategy() -> Strategy:
+    """hybrid where an embedding service is configured, else recent (as the
+    specification's runtime chooses)."""
+    from cogitator_memory.embeddings.message_index import message_index_enabled
+
+    return "hybrid" if message_index_enabled() else "recent"
 
 
 def default_reserve(budget: int) -> int:

@@ -21,15 +21,18 @@ from cogitator_memory.api.serializers.items import ItemSerializer
 from cogitator_memory.api.serializers.search import SearchHitSerializer
 from cogitator_memory.api.serializers.threads import entry_id_field
 from cogitator_memory.context.built import BuiltContext
-from cogitator_memory.context.config import STRATEGIES
+from cogitator_memory.context.config import (
+    MAX_REQUEST_BUDGET,
+    MAX_REQUEST_INPUT_CHARS,
+    MAX_REQUEST_PROMPT_CHARS,
+    STRATEGIES,
+)
 from cogitator_memory.context.partitions import PARTITION_NAMES
 from cogitator_memory.search.retrieval_types import QUERY_KINDS, RecallHit, Retrieval
 
-# Bounds of a request: a model's context window is under two million tokens today, and
-# what a prompt carries stays within the API's body limit anyway.
-MAX_BUDGET = 2_000_000
-MAX_PROMPT_CHARS = 200_000
-MAX_INPUT_CHARS = 10_000
+MAX_BUDGET = MAX_REQUEST_BUDGET
+MAX_PROMPT_CHARS = MAX_REQUEST_PROMPT_CHARS
+MAX_INPUT_CHARS = MAX_REQUEST_INPUT_CHARS
 MAX_PINNED = 50
 MAX_RECALL_HITS = 100
 # Dropped history entries named in the answer: the newest ones; ``dropped.entry_count``

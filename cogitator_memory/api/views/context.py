@@ -28,18 +28,16 @@ from cogitator_memory.api.views.base import (
 )
 from cogitator_memory.api.views.search import shared_embeddings_searchable
 from cogitator_memory.context.builder import ContextBuilder
-from cogitator_memory.context.config import ContextBuilderConfig, ContextBuilderDeps, Strategy
-from cogitator_memory.embeddings.message_index import message_index_enabled
+from cogitator_memory.context.config import (
+    ContextBuilderConfig,
+    ContextBuilderDeps,
+    Strategy,
+    default_strategy,
+)
 from cogitator_memory.exceptions import ThreadNotFound
 from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.search.retriever import MemoryRetriever
 from cogitator_memory.threads.selectors import entry_in_thread
-
-
-def default_strategy() -> Strategy:
-    """hybrid where an embedding service is configured, else recent (as the
-    specification's runtime chooses)."""
-    return "hybrid" if message_index_enabled() else "recent"
 
 
 @extend_schema_view(
