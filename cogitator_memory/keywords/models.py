@@ -44,6 +44,19 @@ class KeywordCorpus(models.Model):
     total_length = models.BigIntegerField(
         _("total length"), default=0, help_text=_("Tokens of all its documents.")
     )
+    version = models.BigIntegerField(
+        _("version"),
+        default=0,
+        help_text=_(
+            "A random number drawn anew by every write of its documents: a cached copy "
+            "of its postings is current while it holds the same one."
+        ),
+    )
+    removals = models.BigIntegerField(
+        _("removals"),
+        default=0,
+        help_text=_("Writes that took documents out of it (or moved some in)."),
+    )
 
     class Meta:
         verbose_name = _("keyword corpus")
@@ -66,6 +79,9 @@ class KeywordTerm(models.Model):
         verbose_name=_("corpus"),
         # The unique (corpus, term) constraint is its index.
         db_index=False,
+        # Written only next to its corpus's upsert, in one transaction: a foreign key
+        # would add a deferred check per row to every commit of add_entry.
+        db_constraint=False,
     )
     term = models.CharField(_("term"), max_length=MAX_TERM_LENGTH)
     documents = models.BigIntegerField(_("documents"), default=0)
@@ -94,6 +110,8 @@ class KeywordPosting(models.Model):
         verbose_name=_("corpus"),
         # The (corpus, term, ...) index serves lookups by corpus.
         db_index=False,
+        # As KeywordTerm's: no per-row check at commit.
+        db_constraint=False,
     )
     document_id = models.CharField(
         _("document id"), max_length=255, help_text=_("The embedding's or entry's id.")

@@ -15,6 +15,15 @@ it, and a committed one has added exactly its own. Writers of one corpus seriali
 its row, which each locks first (corpora in the order of their keys, then terms in
 order), so two writers never wait on each other's term rows the other way round.
 
+Every write also draws a new random ``version`` for each corpus it changes, and a write
+that takes documents out (or moves some in) counts one more ``removals``: a process that
+keeps a corpus's postings in memory (``keywords/cache.py``) knows from these two columns
+whether its copy is current, needs the postings added since, or needs pruning.
+
+On PostgreSQL, adding documents is one statement (the corpus upsert, the term counts
+and the postings as data-modifying WITH queries over arrays); SQLite, which has no such
+queries, runs the same three as separate statements.
+
 ``KeywordIndex`` takes the model classes, so the data migration that fills the index
 for rows written before it existed runs the same code with the historical models.
 """
@@ -23,12 +32,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import connections, router
+from django.db.models import F
 
 from cogitator_memory.keywords.models import (
     MAX_TERM_LENGTH,
@@ -38,7 +49,14 @@ from cogitator_memory.keywords.models import (
 )
 from cogitator_memory.search.tokenizer import tokenize
 
-__all__ = ["EMPTY_TERM", "IndexedDocument", "KeywordIndex", "corpus_key", "document_terms"]
+__all__ = [
+    "EMPTY_TERM",
+    "IndexedDocument",
+    "KeywordIndex",
+    "corpus_key",
+    "document_terms",
+    "new_version",
+]
 
 # The term of the posting every document has, whatever it holds.
 EMPTY_TERM = ""
@@ -86,6 +104,12 @@ def corpus_key(
     return hashlib.sha256(json.dumps(columns).encode()).hexdigest()
 
 
+def new_version() -> int:
+    """A corpus's version after a write: random, so a rolled-back write's version is
+    never drawn again by the next one (and never 0, a corpus never written)."""
+    return random.getrandbits(62) + 1
+
+
 def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -115,10 +139,11 @@ class KeywordIndex:
     # --- statistics -----------------------------------------------------------------
 
     def _bump_corpora(
-        self, kind: str, deltas: dict[tuple[Any, ...], tuple[int, int]]
+        self, kind: str, deltas: dict[tuple[Any, ...], tuple[int, int]], *, moved: bool = False
     ) -> dict[tuple[Any, ...], int]:
-        """Add (documents, tokens) to each corpus named by its columns, creating it;
-        returns the corpora's ids."""
+        """Add (documents, tokens) to each corpus named by its columns, creating it, with
+        a new version (and one more removal when documents ``moved`` in); returns the
+        corpora's ids."""
         table = self._table(self.corpus_model)
         keyed = sorted(
             ((corpus_key(kind, *columns), columns, delta) for columns, delta in deltas.items()),
@@ -127,18 +152,22 @@ class KeywordIndex:
         by_key = {key: columns for key, columns, _ in keyed}
         ids: dict[tuple[Any, ...], int] = {}
         with self.connection.cursor() as cursor:
+            removals = 1 if moved else 0
             for chunk in _chunks(keyed, UPSERT_CHUNK):
-                values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(chunk))
+                values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(chunk))
                 params: list[Any] = []
                 for key, columns, (documents, tokens) in chunk:
-                    params.extend([key, kind, *columns, documents, tokens])
+                    params.extend([key, kind, *columns, documents, tokens, new_version(), removals])
                 # RETURNING gives the id of a row inserted or updated alike (SQLite 3.35+).
                 cursor.execute(
                     f"INSERT INTO {table} (key, kind, thread_id, agent_id, user_id, "
-                    f"source_type, index_name, documents, total_length) VALUES {values} "
+                    f"source_type, index_name, documents, total_length, version, removals) "
+                    f"VALUES {values} "
                     f"ON CONFLICT (key) DO UPDATE SET "
                     f"documents = {table}.documents + excluded.documents, "
-                    f"total_length = {table}.total_length + excluded.total_length "
+                    f"total_length = {table}.total_length + excluded.total_length, "
+                    f"version = excluded.version, "
+                    f"removals = {table}.removals + excluded.removals "
                     f"RETURNING id, key",
                     params,
                 )
@@ -175,6 +204,9 @@ class KeywordIndex:
             columns = document.corpus_columns()
             seen, tokens = corpus_deltas.get(columns, (0, 0))
             corpus_deltas[columns] = (seen + 1, tokens + length)
+        if self.connection.vendor == "postgresql":
+            self._add_in_one_statement(kind, counted, corpus_deltas)
+            return
         corpus_ids = self._bump_corpora(kind, corpus_deltas)
         term_deltas: dict[tuple[int, str], int] = defaultdict(int)
         postings: list[tuple[int, str, str, int, int, int | None]] = []
@@ -188,6 +220,73 @@ class KeywordIndex:
                 )
         self._bump_terms(term_deltas)
         self._insert_postings(postings)
+
+    def _add_in_one_statement(
+        self,
+        kind: str,
+        counted: Sequence[tuple[IndexedDocument, int, Counter[str]]],
+        corpus_deltas: dict[tuple[Any, ...], tuple[int, int]],
+    ) -> None:
+        """PostgreSQL: the corpus upsert, the term counts and the postings in one
+        statement (one round trip, one plan), its arrays the only parameters. Locks are
+        taken in the order of the other writes: corpora by key, then terms by corpus and
+        term (in code point order, as Python sorts them)."""
+        corpora = sorted(
+            (corpus_key(kind, *columns), columns, delta) for columns, delta in corpus_deltas.items()
+        )
+        key_of = {columns: key for key, columns, _ in corpora}
+        term_deltas: dict[tuple[str, str], int] = defaultdict(int)
+        postings: list[tuple[str, str, str, int, int, int | None]] = []
+        for document, length, counts in counted:
+            key = key_of[document.corpus_columns()]
+            postings.append((key, document.document_id, EMPTY_TERM, 0, length, document.seq))
+            for term, count in counts.items():
+                term_deltas[(key, term)] += 1
+                postings.append((key, document.document_id, term, count, length, document.seq))
+        corpus_table = self._table(self.corpus_model)
+        term_table = self._table(self.term_model)
+        posting_table = self._table(self.posting_model)
+        columns = list(
+            zip(*[(key, kind, *cols, *delta) for key, cols, delta in corpora], strict=True)
+        )
+        term_columns = list(zip(*[(*pair, n) for pair, n in term_deltas.items()], strict=True))
+        posting_columns = list(zip(*postings, strict=True))
+        terms_query = ""
+        if term_deltas:
+            terms_query = (
+                f", added_terms AS (INSERT INTO {term_table} (corpus_id, term, documents) "
+                f"SELECT c.id, v.term, v.n FROM unnest(%s::text[], %s::text[], %s::bigint[]) "
+                f"AS v(key, term, n) JOIN c ON c.key = v.key "
+                f'ORDER BY c.key, v.term COLLATE "C" '
+                f"ON CONFLICT (corpus_id, term) DO UPDATE SET "
+                f"documents = {term_table}.documents + excluded.documents)"
+            )
+        params: list[Any] = [
+            *(list(column) for column in columns),
+            [new_version() for _ in corpora],
+            *((list(column) for column in term_columns) if term_deltas else ()),
+            *(list(column) for column in posting_columns),
+        ]
+        with self.connection.cursor() as cursor:
+            cursor.execute(
+                f"WITH c AS (INSERT INTO {corpus_table} (key, kind, thread_id, agent_id, "
+                f"user_id, source_type, index_name, documents, total_length, version, "
+                f"removals) "
+                f"SELECT v.*, 0 FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], "
+                f"%s::text[], %s::text[], %s::text[], %s::bigint[], %s::bigint[], "
+                f"%s::bigint[]) AS v ORDER BY 1 "
+                f"ON CONFLICT (key) DO UPDATE SET "
+                f"documents = {corpus_table}.documents + excluded.documents, "
+                f"total_length = {corpus_table}.total_length + excluded.total_length, "
+                f"version = excluded.version RETURNING id, key)"
+                f"{terms_query} "
+                f"INSERT INTO {posting_table} (corpus_id, document_id, term, count, length, seq) "
+                f"SELECT c.id, v.document_id, v.term, v.count, v.length, v.seq "
+                f"FROM unnest(%s::text[], %s::text[], %s::text[], %s::integer[], "
+                f"%s::integer[], %s::bigint[]) AS v(key, document_id, term, count, length, seq) "
+                f"JOIN c ON c.key = v.key",
+                params,
+            )
 
     def _insert_postings(self, rows: list[tuple[int, str, str, int, int, int | None]]) -> None:
         # Plain SQL: add_entry writes a few postings on every turn, and building model
@@ -235,8 +334,9 @@ class KeywordIndex:
                 documents, tokens = corpus_deltas[corpus_id]
                 cursor.execute(
                     f"UPDATE {table} SET documents = documents + %s, "
-                    f"total_length = total_length + %s WHERE id = %s",
-                    [documents, tokens, corpus_id],
+                    f"total_length = total_length + %s, version = %s, "
+                    f"removals = removals + 1 WHERE id = %s",
+                    [documents, tokens, new_version(), corpus_id],
                 )
         self._bump_terms(term_deltas)
         self.posting_model.objects.filter(
@@ -261,11 +361,13 @@ class KeywordIndex:
             key = corpus_key(kind, *columns)
             target = self.corpus_model.objects.filter(key=key).first()
             if target is None:
-                self.corpus_model.objects.filter(pk=corpus.pk).update(user_id=user_id, key=key)
+                self.corpus_model.objects.filter(pk=corpus.pk).update(
+                    user_id=user_id, key=key, version=new_version(), removals=F("removals") + 1
+                )
                 continue
             # Both exist: move the postings and add the counts to the target.
             target_id = self._bump_corpora(
-                kind, {columns: (corpus.documents, corpus.total_length)}
+                kind, {columns: (corpus.documents, corpus.total_length)}, moved=True
             )[columns]
             terms = self.term_model.objects.filter(corpus_id=corpus.pk)
             self._bump_terms(
