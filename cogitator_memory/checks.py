@@ -121,6 +121,9 @@ SECTION_VALIDATORS: dict[str, dict[str, Validator]] = {
         "HNSW_EF_SEARCH": whole_number(1, 1000),
         "API_SEARCH_SHARED": boolean(),
     },
+    "KEYWORDS": {
+        "CACHE_POSTINGS": whole_number(0),
+    },
     "RECALL": {
         "RERANKER_PATH": non_empty_text(optional=True),
     },

@@ -146,6 +146,13 @@ DEFAULTS: dict[str, Any] = {
         # every principal. Off: a principal sees only rows of its granted agents.
         "API_SEARCH_SHARED": False,
     },
+    # The keyword index (keywords/).
+    "KEYWORDS": {
+        # Postings a process keeps in memory at most (least recently searched corpora go
+        # first), so a search of a corpus read before costs one query; 0 turns it off.
+        # About 10 bytes a posting; an entry of a sentence has a dozen.
+        "CACHE_POSTINGS": 2_000_000,
+    },
     # Recall (search/retriever.py).
     "RECALL": {
         # The local directory of a sentence-transformers cross-encoder that reorders the

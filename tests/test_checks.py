@@ -316,6 +316,8 @@ GOOD_VALUES = [
     ("EMBEDDINGS", "HNSW_EF_SEARCH", 1000),
     ("EMBEDDINGS", "API_SEARCH_SHARED", True),
     ("EMBEDDINGS", "API_SEARCH_SHARED", False),
+    ("KEYWORDS", "CACHE_POSTINGS", 0),
+    ("KEYWORDS", "CACHE_POSTINGS", 50_000_000),
     ("RECALL", "RERANKER_PATH", None),
     ("RECALL", "RERANKER_PATH", "/models/ms-marco-MiniLM-L-6-v2"),
 ]
@@ -488,6 +490,8 @@ BAD_VALUES = [
     ("EMBEDDINGS", "HNSW_EF_SEARCH", 1001, "E004", "must be between 1 and 1000, not 1001"),
     ("EMBEDDINGS", "API_SEARCH_SHARED", "yes", "E002", "must be a bool, not str"),
     ("EMBEDDINGS", "API_SEARCH_SHARED", 1, "E002", "must be a bool, not int"),
+    ("KEYWORDS", "CACHE_POSTINGS", -1, "E004", "must be 0 or more, not -1"),
+    ("KEYWORDS", "CACHE_POSTINGS", 1.5, "E002", "must be an int, not float"),
     ("RECALL", "RERANKER_PATH", "", "E006", "must be None or a non-empty str, not ''"),
 ]
 

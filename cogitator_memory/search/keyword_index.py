@@ -38,6 +38,7 @@ import numpy as np
 from django.db import connections, router
 from django.db.models import Model, QuerySet
 
+from cogitator_memory.keywords.cache import CorpusRow, CorpusView, corpus_views
 from cogitator_memory.keywords.models import (
     MAX_TERM_LENGTH,
     KeywordCorpus,
@@ -93,26 +94,31 @@ class IndexStatistics:
 
 @dataclass(frozen=True)
 class Corpora:
-    """The corpora a search admits: their ids, and their documents and tokens summed."""
+    """The corpora a search admits: their ids, their documents and tokens summed, and
+    their rows (which tell the cache whether its copies are current)."""
 
     ids: list[int]
     documents: int
     tokens: int
+    rows: tuple[CorpusRow, ...] = ()
 
     @classmethod
-    def of(cls, rows: Iterable[tuple[int, int, int]]) -> Corpora:
-        """From (id, documents, total_length) rows."""
-        listed = list(rows)
+    def of(cls, rows: Iterable[tuple[int, int, int, int, int]]) -> Corpora:
+        """From (id, documents, total_length, version, removals) rows."""
+        listed = [CorpusRow(*row) for row in rows]
         return cls(
-            [row[0] for row in listed],
-            sum(row[1] for row in listed),
-            sum(row[2] for row in listed),
+            [row.id for row in listed],
+            sum(row.documents for row in listed),
+            sum(row.total_length for row in listed),
+            tuple(listed),
         )
 
 
 def corpora_of(queryset: QuerySet[KeywordCorpus]) -> Corpora:
     """The corpora of ``queryset``, with their statistics, in one query."""
-    return Corpora.of(queryset.values_list("id", "documents", "total_length"))
+    return Corpora.of(
+        queryset.values_list("id", "documents", "total_length", "version", "removals")
+    )
 
 
 def _placeholders(values: Sequence[object]) -> str:
@@ -334,6 +340,111 @@ def _read_counts(
     return rows
 
 
+def _view_statistics(views: Sequence[CorpusView], terms: Sequence[str]) -> IndexStatistics:
+    """``index_statistics`` of the cached corpora, from their postings."""
+    documents = sum(view.documents for view in views)
+    tokens = sum(view.tokens for view in views)
+    frequencies: dict[str, int] = {}
+    for term in terms:
+        held = sum(len(view.terms[term][0]) for view in views if term in view.terms)
+        if held:
+            frequencies[term] = held
+    average = tokens / documents if documents and tokens else 1.0
+    return IndexStatistics(documents, average, frequencies)
+
+
+def _rank_views(
+    views: Sequence[CorpusView], terms: Sequence[str], *, wanted: int, eligible: Eligible
+) -> list[tuple[str, float]]:
+    """``rank_documents`` over cached corpora: every posting of the terms is in memory, so
+    every document holding one is scored (no budget, exact), with the same arithmetic."""
+    stats = _view_statistics(views, terms)
+    present = [term for term in terms if stats.frequencies.get(term)]
+    if not present:
+        return []
+    offsets: list[int] = []
+    size = 0
+    for view in views:
+        offsets.append(size)
+        size += len(view.lengths)
+    lengths = np.concatenate([view.lengths for view in views])
+    allowed = np.concatenate([view.alive for view in views])
+    if eligible.before_seq is not None:
+        seqs = np.concatenate([view.seqs for view in views])
+        with np.errstate(invalid="ignore"):
+            allowed &= seqs < eligible.before_seq
+    for excluded in eligible.excluded:
+        for view, offset in zip(views, offsets, strict=True):
+            slot = view.slots.get(excluded)
+            if slot is not None and slot < len(view.lengths):
+                allowed[offset + slot] = False
+    total = np.zeros(size, dtype=np.float32)
+    touched = np.zeros(size, dtype=bool)
+    average = stats.average_length
+    for term in present:
+        idf = stats.idf(term)
+        for view, offset in zip(views, offsets, strict=True):
+            held = view.terms.get(term)
+            if held is None:
+                continue
+            slots = held[0] + offset
+            keep = allowed[slots]
+            slots, counts = slots[keep], held[1][keep]
+            total[slots] += term_scores(idf, counts, lengths[slots], average)
+            touched[slots] = True
+    candidates = np.flatnonzero(touched)
+    if not len(candidates):
+        return []
+    scores = total[candidates]
+    if len(candidates) > wanted:
+        candidates = candidates[scores >= _kth(scores, wanted)]
+    starts = np.array(offsets)
+
+    def document_id(at: int) -> str:
+        n = int(np.searchsorted(starts, at, side="right")) - 1
+        return views[n].ids[at - offsets[n]]
+
+    keyed = [(-float(total[at]), document_id(at), float(total[at])) for at in candidates.tolist()]
+    return [(ident, score) for _, ident, score in heapq.nsmallest(wanted, keyed)]
+
+
+def _score_views(
+    views: Sequence[CorpusView], terms: Sequence[str], document_ids: Sequence[str]
+) -> dict[str, float]:
+    """``score_documents`` over cached corpora."""
+    stats = _view_statistics(views, terms)
+    present = [term for term in terms if stats.frequencies.get(term)]
+    found = _Candidates(present)
+    postings: list[tuple[str, str, int, int]] = []
+    for view in views:
+        wanted = {
+            slot: document_id
+            for document_id in document_ids
+            if (slot := view.slots.get(document_id)) is not None
+            and slot < len(view.lengths)
+            and view.alive[slot]
+        }
+        if not wanted:
+            continue
+        postings.extend(
+            (document_id, EMPTY_TERM, 0, int(view.lengths[slot]))
+            for slot, document_id in wanted.items()
+        )
+        asked = np.array(list(wanted), dtype=np.int64)
+        for term in present:
+            held = view.terms.get(term)
+            if held is None:
+                continue
+            at = np.flatnonzero(np.isin(held[0], asked))
+            postings.extend(
+                (wanted[int(held[0][n])], term, int(held[1][n]), int(view.lengths[held[0][n]]))
+                for n in at.tolist()
+            )
+    found.add(postings)
+    scores = found.scores(stats).tolist()
+    return {document_id: float(score) for document_id, score in zip(found.ids, scores, strict=True)}
+
+
 def rank_documents(
     corpora: Corpora,
     terms: Sequence[str],
@@ -352,11 +463,14 @@ def rank_documents(
     terms = index_terms(terms)
     if not corpora.ids or not terms:
         return []
+    wanted = max(take if take is not None else limit, 1)
+    views = corpus_views(corpora.rows, terms)
+    if views is not None:
+        return _rank_views(views, terms, wanted=wanted, eligible=eligible)
     stats = index_statistics(corpora, terms)
     present = [term for term in terms if stats.frequencies.get(term)]
     if not present:
         return []
-    wanted = max(take if take is not None else limit, 1)
     average = stats.average_length
     cursors = [_TermCursor(term, stats.idf(term)) for term in present]
     found = _Candidates(present)
@@ -437,6 +551,9 @@ def score_documents(
     terms = index_terms(terms)
     if not corpora.ids or not document_ids:
         return {}
+    views = corpus_views(corpora.rows, terms)
+    if views is not None:
+        return _score_views(views, terms, document_ids)
     stats = index_statistics(corpora, terms)
     present = [term for term in terms if stats.frequencies.get(term)]
     found = _Candidates(present)
