@@ -22,6 +22,12 @@ Per size, on the chosen database:
 - ``search_thread_entries`` over the thread's entries: the same figures;
 - bm25s's own query time (``retrieve``, k=10) over the same documents.
 
+Each search is measured twice: from the process's postings cache (``keywords/cache.py``,
+as shipped: ``cached``; the first search of each corpus, which loads it, is reported as
+``cache_load_s``) and with the cache off (``CACHE_POSTINGS`` 0: the tables, per budget).
+Then ``after_add``: ``add_entry`` followed by ``search_thread_entries`` on the grown
+thread, 20 times, the search's p50 (the cache reads only the entry added).
+
 Then the write cost: ``add_entry`` one after another on a fresh thread, with the index
 as shipped and with entry indexing switched off, entries per second.
 
@@ -38,6 +44,7 @@ import random
 import sys
 import time
 from collections import Counter
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -128,14 +135,17 @@ def measure_size(
 ) -> dict[str, Any]:
     import bm25s
     from django.db import transaction
+    from django.test.utils import override_settings
 
     from cogitator_memory.embeddings.stores.exact import ExactEmbeddingStore
     from cogitator_memory.embeddings.types import EmbeddingFilter, NewEmbedding
+    from cogitator_memory.keywords import cache
     from cogitator_memory.keywords.entries import index_entries
     from cogitator_memory.search import entry_keywords
     from cogitator_memory.search.bm25 import keyword_search
     from cogitator_memory.search.entry_keywords import search_thread_entries
     from cogitator_memory.search.tokenizer import query_terms, tokenize
+    from cogitator_memory.threads import services
     from cogitator_memory.threads.models import Entry, Thread
     from cogitator_memory.threads.services import create_thread
 
@@ -203,13 +213,28 @@ def measure_size(
     where = EmbeddingFilter(thread_id=thread.pk)
     prefix = len(thread.pk) + 1
     shipped = entry_keywords.MAX_ENTRY_CANDIDATES
-    for budget in budgets:
-        entry_keywords.MAX_ENTRY_CANDIDATES = budget
+    cache.clear_cache()
+    started = time.perf_counter()
+    keyword_search(asked[0], limit=10, filter=where)
+    search_thread_entries(thread.pk, asked[0], limit=10)
+    result["cache_load_s"] = round(time.perf_counter() - started, 3)
+    for budget in ["cached", *budgets]:
+        if budget == "cached":
+            switch: Any = nullcontext()
+        else:
+            switch = override_settings(COGITATOR_MEMORY={"KEYWORDS": {"CACHE_POSTINGS": 0}})
+            entry_keywords.MAX_ENTRY_CANDIDATES = int(budget)
         timings: dict[str, list[float]] = {"keyword_search": [], "search_thread_entries": []}
         recalls: dict[str, list[float]] = {"keyword_search": [], "search_thread_entries": []}
+        switch.__enter__()
         for number, question in enumerate(asked):
             started = time.perf_counter()
-            hits = keyword_search(question, limit=10, filter=where, candidates=budget)
+            hits = keyword_search(
+                question,
+                limit=10,
+                filter=where,
+                candidates=int(budget) if budget != "cached" else 5000,
+            )
             keyword_time = time.perf_counter() - started
             started = time.perf_counter()
             entry_hits = search_thread_entries(thread.pk, question, limit=10)
@@ -225,6 +250,7 @@ def measure_size(
                 value = recall_at_10(found, exhaustive[number])
                 if value is not None:
                     recalls[name].append(value)
+        switch.__exit__(None, None, None)
         entry_keywords.MAX_ENTRY_CANDIDATES = shipped
         for name, samples in timings.items():
             figures: dict[str, Any] = percentiles(samples)
@@ -234,6 +260,13 @@ def measure_size(
         result[f"ratio_p50_keyword_to_bm25s@{budget}"] = round(
             result[f"keyword_search@{budget}"]["p50_ms"] / max(result["bm25s"]["p50_ms"], 1e-3), 1
         )
+    after_add = []
+    for number in range(20):
+        services.add_entry(thread.pk, role="user", content=texts[number])
+        started = time.perf_counter()
+        search_thread_entries(thread.pk, asked[number % len(asked)], limit=10)
+        after_add.append(time.perf_counter() - started)
+    result["after_add"] = percentiles(after_add)
     log(f"{database} {size}: {json.dumps(result)}")
     return result
 
@@ -278,7 +311,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--writes", type=int, default=1000)
     parser.add_argument(
-        "--budgets", default="5000", help="candidate budgets to measure (comma-separated)"
+        "--budgets",
+        default="5000",
+        help="candidate budgets to measure with the cache off (comma-separated)",
     )
     parser.add_argument("--data", type=Path, default=DATA)
     args = parser.parse_args()
@@ -291,7 +326,7 @@ def main() -> None:
         if args.writes:
             result["writes"] = measure_writes(args.db, args.writes)
         for size in (int(value) for value in args.sizes.split(",") if value):
-            budgets = [int(value) for value in args.budgets.split(",")]
+            budgets = [value for value in args.budgets.split(",") if value]
             result["sizes"].append(measure_size(args.db, size, turns, questions, budgets))
         result["load_after"] = os.getloadavg()[0]
     print(json.dumps(result))
