@@ -267,7 +267,14 @@ class KeywordIndex:
             *((list(column) for column in term_columns) if term_deltas else ()),
             *(list(column) for column in posting_columns),
         ]
-        with self.connection.cursor() as cursor:
+        import psycopg
+
+        connection = self.connection
+        connection.ensure_connection()
+        # A prepared statement with server-side parameters: its text is the same on every
+        # add (arrays are its only parameters), so it is parsed and planned once per
+        # connection, and the arrays are sent as values rather than quoted into the text.
+        with psycopg.Cursor(connection.connection) as cursor:
             cursor.execute(
                 f"WITH c AS (INSERT INTO {corpus_table} (key, kind, thread_id, agent_id, "
                 f"user_id, source_type, index_name, documents, total_length, version, "
@@ -286,6 +293,7 @@ class KeywordIndex:
                 f"%s::integer[], %s::bigint[]) AS v(key, document_id, term, count, length, seq) "
                 f"JOIN c ON c.key = v.key",
                 params,
+                prepare=True,
             )
 
     def _insert_postings(self, rows: list[tuple[int, str, str, int, int, int | None]]) -> None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
+from django.db import connections, router
+
 from cogitator_memory.exceptions import InvalidInput
 from cogitator_memory.keywords.models import DocumentKind, KeywordCorpus
 from cogitator_memory.keywords.postings import corpus_key
@@ -21,7 +23,6 @@ from cogitator_memory.limits import check_limit
 from cogitator_memory.search.keyword_index import (
     Corpora,
     Eligible,
-    corpora_of,
     rank_documents,
     score_documents,
 )
@@ -35,8 +36,17 @@ MAX_ENTRY_CANDIDATES = 5000
 
 
 def _thread_corpus(thread_id: str) -> Corpora:
+    """The thread's corpus row, by its key: one plain query (no ORM to compile), which
+    is all a search of a cached, unchanged thread reads."""
     key = corpus_key(DocumentKind.ENTRY, thread_id, None, None, "", "")
-    return corpora_of(KeywordCorpus.objects.filter(key=key))
+    connection = connections[router.db_for_read(KeywordCorpus)]
+    table = connection.ops.quote_name(KeywordCorpus._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, documents, total_length, version, removals FROM {table} WHERE key = %s",
+            [key],
+        )
+        return Corpora.of(cursor.fetchall())
 
 
 def _terms(query: str) -> list[str]:
