@@ -28,7 +28,7 @@ from cogitator_memory.jsondata import storable_text
 from cogitator_memory.llm.protocol import Message
 from cogitator_memory.scope import Scope
 from cogitator_memory.threads.models import Entry, EntryType, Thread
-from cogitator_memory.threads.paths import walk_up
+from cogitator_memory.threads.paths import branch_chunks, doubling
 from cogitator_memory.threads.selectors import entry_in_thread
 from cogitator_memory.threads.text import entry_text
 
@@ -99,11 +99,8 @@ def read_compacted_history(
     )
     found: list[Entry] = []  # newest first
     stops: set[str] | None = None  # once the compaction is met: where to stop
-    step = 32
-    while start is not None:
-        chunk = walk_up(start, step)
-        if not chunk:
-            break
+    steps = doubling(32, memory_settings.PATH_WALK_STEP)
+    for chunk in branch_chunks(thread_id, start, thread.fork_seq, steps):
         done = False
         for entry in chunk:
             found.append(entry)
@@ -125,8 +122,6 @@ def read_compacted_history(
                 break
         if done:
             break
-        start = chunk[-1].parent_id
-        step = min(memory_settings.PATH_WALK_STEP, step * 2)
     found.reverse()
     return compacted_history(found)
 

@@ -41,7 +41,7 @@ from cogitator_memory.context.turn_context import (
 )
 from cogitator_memory.exceptions import EntryNotInThread, ThreadNotFound
 from cogitator_memory.items.scopes import MemoryScope
-from cogitator_memory.threads.models import CONVERSATION_TYPES
+from cogitator_memory.threads.models import CONVERSATION_TYPES, Thread
 from cogitator_memory.tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -59,10 +59,10 @@ T = TypeVar("T")
 # A history of up to this many entries is read whole (what was left out is reported in
 # full); past it, only as far as the budget reaches. About 5 ms of reading on PostgreSQL.
 HISTORY_READ_FLOOR = 500
-# Hybrid without the message index reads a branch of up to this many entries whole and
-# gives the retriever every older turn (it reads each with the turns next to it, which
-# the keyword index of entries does not); a longer one is searched through that index.
-# LoCoMo's conversations run to about 700 turns.
+# Hybrid without the message index reads the branch of a thread of up to this many
+# entries whole and gives the retriever every older turn (it reads each with the turns
+# next to it, which the keyword index of entries does not); a longer thread's branch is
+# searched through that index. LoCoMo's conversations run to about 700 turns.
 HYBRID_WHOLE_HISTORY = 1000
 # What a build never swallows: the caller's mistakes.
 ARGUMENT_ERRORS = (ThreadNotFound, EntryNotInThread)
@@ -139,24 +139,26 @@ class ContextBuild:
             self.errors.append(ContextBuildError(source, _describe(exc), exc))
             return default
 
-    def history_bound(self) -> Callable[[Entry], bool] | None:
+    def history_bound(self) -> tuple[Callable[[Entry], bool] | None, int]:
         """When a thread without compactions has been read far enough: past what a recent
         run can hold (tool results at the cost of their note) and past the newest
         ``HISTORY_READ_FLOOR`` entries, so what is left out of a history of usual length
         is reported whole; for hybrid without the message index, the newest
-        ``SCORED_ENTRIES`` older than that too. None: read the whole history (relevant
-        through the index searches all of it)."""
+        ``SCORED_ENTRIES`` older than that too, and a branch of up to
+        ``HYBRID_WHOLE_HISTORY`` entries whole. None: read the whole history (relevant
+        through the index searches all of it). With it, how many entries to read at first
+        (what the bound needs at least)."""
         indexed = self.builder.uses_message_index()
         strategy = self.config.strategy
         if strategy == "relevant" and indexed:
-            return None
+            return None, HISTORY_READ_FLOOR
         if strategy == "relevant" and not self.current_input:
             strategy = "recent"
         entries_needed = max(HISTORY_READ_FLOOR, SCORED_ENTRIES if strategy == "relevant" else 0)
         # Hybrid without the message index scores the newest turns older than the history
         # it keeps: those are read too.
         older_needed = SCORED_ENTRIES if strategy == "hybrid" and not indexed else 0
-        if strategy == "hybrid" and not indexed:
+        if strategy == "hybrid" and not indexed and self.branch_may_be_short():
             entries_needed = max(entries_needed, HYBRID_WHOLE_HISTORY)
         tokens = 0
         count = 0
@@ -171,13 +173,26 @@ class ContextBuild:
                 at_budget = count
             return at_budget is not None and count >= max(entries_needed, at_budget + older_needed)
 
-        return enough
+        # One more than needed: the read then knows whether the branch goes on.
+        return enough, entries_needed + 1
+
+    def branch_may_be_short(self) -> bool:
+        """Whether the thread holds few enough entries that any of its branches is read
+        whole by hybrid without the message index (a thread's seqs count its entries)."""
+        written = Thread.objects.filter(pk=self.thread_id).values_list("next_seq", flat=True)
+        return (written.first() or 0) <= HYBRID_WHOLE_HISTORY
 
     def load_history(self) -> None:
-        bound = self.history_bound()
+        bound, first_step = self.history_bound()
         read = self.attempt(
             "history",
-            lambda: read_history(self.thread_id, self.leaf_id, scope=self.access, enough=bound),
+            lambda: read_history(
+                self.thread_id,
+                self.leaf_id,
+                scope=self.access,
+                enough=bound,
+                first_step=first_step,
+            ),
             None,
         )
         history = read.entries if read is not None else []

@@ -4,9 +4,9 @@ With the message index the retriever searches the thread before the oldest turn 
 history keeps, on the branch being built (the keyword index of entries, time, entities,
 the thread's vectors in the store). Without it the builder scores the newest 200 turns
 older than the history (embedded once per builder) and gives the retriever those cosines
-and, for a branch of up to ``HYBRID_WHOLE_HISTORY`` entries, every older turn; a longer
-branch is searched through the thread's indexes instead of read. A scoring that fails
-leaves a recall without vectors and a relevance error.
+and, in a thread of up to ``HYBRID_WHOLE_HISTORY`` entries, every older turn of the branch;
+a longer thread's branch is searched through the thread's indexes instead of read. A
+scoring that fails leaves a recall without vectors and a relevance error.
 """
 
 from __future__ import annotations

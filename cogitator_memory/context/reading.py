@@ -20,7 +20,7 @@ from cogitator_memory.exceptions import ThreadNotFound
 from cogitator_memory.jsondata import storable_text
 from cogitator_memory.scope import Scope
 from cogitator_memory.threads.models import CONVERSATION_TYPES, Entry, Thread
-from cogitator_memory.threads.paths import walk_up
+from cogitator_memory.threads.paths import branch_chunks, doubling
 from cogitator_memory.threads.selectors import entry_in_thread
 
 __all__ = ["HistoryRead", "read_history"]
@@ -43,10 +43,12 @@ def read_history(
     *,
     scope: Scope | None = None,
     enough: Callable[[Entry], bool] | None = None,
+    first_step: int = FIRST_STEP,
 ) -> HistoryRead:
     """The compacted history of the branch ending at ``leaf_id`` (the active leaf by
     default). On a thread without compactions, ``enough`` (given each conversation entry
-    from the newest back) stops the read once it returns True.
+    from the newest back) stops the read once it returns True; ``first_step`` entries
+    are read at first (what ``enough`` needs at least, when the caller knows it).
 
     Raises ``ThreadNotFound`` (also for a thread ``scope`` may not see) and
     ``EntryNotInThread`` for a leaf of another thread.
@@ -62,17 +64,12 @@ def read_history(
         else thread.active_leaf_id
     )
     found: list[Entry] = []  # newest first
-    step = FIRST_STEP
-    while start is not None:
-        chunk = walk_up(start, step)
-        if not chunk:
-            break
+    steps = doubling(first_step, memory_settings.PATH_WALK_STEP)
+    for chunk in branch_chunks(thread_id, start, thread.fork_seq, steps):
         for entry in chunk:
             found.append(entry)
             if entry.type in CONVERSATION_TYPES and enough(entry):
                 found.reverse()
                 return HistoryRead(found, entry.parent_id is None)
-        start = chunk[-1].parent_id
-        step = min(memory_settings.PATH_WALK_STEP, step * 2)
     found.reverse()
     return HistoryRead(found, True)

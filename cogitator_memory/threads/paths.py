@@ -7,9 +7,10 @@ O(limit) whatever the size of the thread. The same SQL runs on PostgreSQL and SQ
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from django.db import connections, router
+from django.db.models import Subquery
 
 from cogitator_memory.threads.models import Entry
 
@@ -37,6 +38,79 @@ def walk_up(start_id: str, steps: int) -> list[Entry]:
         f") SELECT e.* FROM walk w JOIN {table} e ON e.{pk} = w.entry_id ORDER BY w.depth"
     )
     return list(Entry.objects.raw(sql, [start_id, steps]))
+
+
+def walk_up_above(start_id: str, steps: int, floor_seq: int) -> list[Entry]:
+    """As ``walk_up``, stopping before the first entry whose seq is ``floor_seq`` or less."""
+    table, pk, parent = _tables()
+    seq = connections[router.db_for_read(Entry)].ops.quote_name(
+        Entry._meta.get_field("seq").column or "seq"
+    )
+    sql = (
+        f"WITH RECURSIVE walk(entry_id, parent_id, depth) AS ("
+        f" SELECT {pk}, {parent}, 0 FROM {table} WHERE {pk} = %s AND {seq} > %s"
+        f" UNION ALL"
+        f" SELECT e.{pk}, e.{parent}, w.depth + 1 FROM {table} e"
+        f" JOIN walk w ON e.{pk} = w.parent_id WHERE w.depth + 1 < %s AND e.{seq} > %s"
+        f") SELECT e.* FROM walk w JOIN {table} e ON e.{pk} = w.entry_id ORDER BY w.depth"
+    )
+    return list(Entry.objects.raw(sql, [start_id, floor_seq, steps, floor_seq]))
+
+
+def branch_chunks(
+    thread_id: str, start_id: str | None, fork_seq: int | None, steps: Iterator[int]
+) -> Iterator[list[Entry]]:
+    """The entry ``start_id`` and its ancestors, nearest first, in chunks of the sizes
+    ``steps`` gives (the last may be shorter).
+
+    The thread's entries up to its first fork (``Thread.fork_seq``; all of them when it
+    never forked) form one chain, each the parent of the next by seq: that part of the
+    branch is read by seq through the (thread, seq) index, a range per chunk; the entries
+    after the fork are walked from parent to parent. Every entry read by seq is checked
+    to be the parent of the one before, so rows written around the services (a fork the
+    thread does not know of) only cost a walk from where the chain breaks.
+    """
+    expected = start_id  # the entry the branch goes on with
+    chained = True  # whether reading by seq is still worth trying
+    for size in steps:
+        if expected is None:
+            return
+        chunk: list[Entry] = []
+        if fork_seq is not None or not chained:
+            # -1: no floor, a plain walk.
+            floor = fork_seq if fork_seq is not None and chained else -1
+            chunk = walk_up_above(expected, size, floor)
+            if chunk:
+                expected = chunk[-1].parent_id
+            if len(chunk) == size or not chained or expected is None:
+                if chunk:
+                    yield chunk
+                if len(chunk) < size:
+                    return
+                continue
+        wanted = size - len(chunk)
+        below = Subquery(Entry.objects.filter(pk=expected).values("seq")[:1])
+        rows = Entry.objects.filter(thread_id=thread_id, seq__lte=below).order_by("-seq")
+        read = list(rows[:wanted])
+        for entry in read:
+            if entry.pk != expected:
+                chained = False
+                break
+            chunk.append(entry)
+            expected = entry.parent_id
+        else:
+            # Fewer rows than asked for while the branch goes on: the chain is broken.
+            chained = chained and (len(read) == wanted or expected is None)
+        if chunk:
+            yield chunk
+
+
+def doubling(first: int, most: int) -> Iterator[int]:
+    """Chunk sizes from ``first``, doubling up to ``most``."""
+    size = max(1, first)
+    while True:
+        yield size
+        size = min(max(most, size), size * 2)
 
 
 def walk_ids_until(start_id: str, target_id: str) -> list[str]:

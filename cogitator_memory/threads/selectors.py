@@ -16,7 +16,7 @@ from cogitator_memory.jsondata import storable_text
 from cogitator_memory.limits import check_limit
 from cogitator_memory.scope import Scope
 from cogitator_memory.threads.models import Entry, EntryType, Thread
-from cogitator_memory.threads.paths import walk_up
+from cogitator_memory.threads.paths import branch_chunks, doubling
 from cogitator_memory.threads.querysets import EntryQuerySet, ThreadQuerySet
 from cogitator_memory.threads.validation import THREAD_ID_PATTERN
 
@@ -329,17 +329,14 @@ def get_path(
     max_step = memory_settings.PATH_WALK_STEP
     step = min(max_step, max(limit + 8, 32)) if limit else max_step
     found: list[Entry] = []
-    while start is not None and (not limit or len(found) < limit):
-        chunk = walk_up(start, step)
-        if not chunk:
-            break
+    for chunk in branch_chunks(thread_id, start, thread.fork_seq, doubling(step, max_step)):
         for entry in chunk:
             if wanted is None or entry.type in wanted:
                 found.append(entry)
                 if limit and len(found) == limit:
                     break
-        start = chunk[-1].parent_id
-        step = min(max_step, step * 2)
+        if limit and len(found) == limit:
+            break
     found.reverse()
     return found if include_tool_calls else _strip_tool_fields(found)
 

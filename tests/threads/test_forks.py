@@ -9,7 +9,13 @@ import pytest
 
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Entry, Thread
-from cogitator_memory.threads.paths import on_branch, walk_ids_until
+from cogitator_memory.threads.paths import (
+    branch_chunks,
+    doubling,
+    on_branch,
+    walk_ids_until,
+    walk_up,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -116,6 +122,54 @@ def test_on_branch_agrees_with_a_walk_to_the_root_on_random_trees(seed: int):
         expected = branch_of(start) if start is not None else set()
         candidates = dict(rng.sample(sorted(seqs.items()), min(15, len(seqs))))
         assert on_branch(thread.pk, leaf, candidates) == expected & set(candidates)
+
+
+def random_tree(rng: random.Random, steps: int) -> tuple[str, list[str]]:
+    """A thread grown by appends, writes under older entries, deletions and second roots."""
+    thread = services.create_thread("agent-f")
+    ids: list[str] = []
+    for step in range(steps):
+        roll = rng.random()
+        if ids and roll < 0.15:
+            ids.append(
+                services.add_entry(
+                    thread.pk, role="user", content=f"s{step}", parent_id=rng.choice(ids)
+                ).pk
+            )
+        elif ids and roll < 0.2:
+            gone = rng.choice(ids)
+            services.delete_entry(gone)
+            ids.remove(gone)
+        elif roll < 0.21:
+            ids.append(
+                services.add_entry(thread.pk, role="user", content="root", parent_id=None).pk
+            )
+        else:
+            ids.append(services.add_entry(thread.pk, role="user", content=f"m{step}").pk)
+    return thread.pk, ids
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_branch_chunks_read_a_branch_as_a_walk_does(seed: int):
+    rng = random.Random(seed)
+    # the first seeds never fork (a chain read by seq alone), the rest do
+    if seed < 3:
+        thread = services.create_thread("agent-f").pk
+        ids = [services.add_entry(thread, role="user", content=f"m{n}").pk for n in range(30)]
+    else:
+        thread, ids = random_tree(rng, 60)
+    fork = fork_seq(thread)
+    assert (fork is None) == (seed < 3)
+    for start in rng.sample(ids, min(6, len(ids))):
+        expected = [entry.pk for entry in walk_up(start, 10_000)]
+        for first, most in ((1, 1), (2, 5), (7, 7), (64, 256)):
+            chunks = list(branch_chunks(thread, start, fork, doubling(first, most)))
+            read = [entry.pk for chunk in chunks for entry in chunk]
+            assert read == expected, (first, most)
+            # every chunk but the last is as long as asked
+            sizes = doubling(first, most)
+            assert [len(chunk) for chunk in chunks[:-1]] == [next(sizes) for _ in chunks[:-1]]
+    assert list(branch_chunks(thread, None, fork, doubling(4, 4))) == []
 
 
 def test_a_leaf_of_another_thread_finds_nothing():

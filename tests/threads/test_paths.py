@@ -142,13 +142,19 @@ def queries_of_get_path(thread: Thread, **kwargs: Any) -> list[str]:
 
 
 def walk_steps(queries: list[str]) -> list[int]:
-    """The step bound of each recursive walk among the queries."""
+    """How many entries each read of the branch among the queries may return: the step
+    bound of a recursive walk, or the LIMIT of a read by seq (a branch's part before the
+    thread's first fork)."""
     steps: list[int] = []
     for sql in queries:
         if "WITH RECURSIVE" in sql:
             bounds = re.findall(r"<\s*'?(\d+)", sql)
             assert bounds, f"a walk without a bound: {sql}"
             steps.extend(int(bound) for bound in bounds)
+        elif re.search(r'ORDER BY "cogitator_memory_entry"."seq" DESC', sql):
+            bound = re.search(r"LIMIT (\d+)", sql)
+            assert bound, f"a read by seq without a bound: {sql}"
+            steps.append(int(bound.group(1)))
     return steps
 
 
