@@ -274,7 +274,11 @@ class KeywordIndex:
         # A prepared statement with server-side parameters: its text is the same on every
         # add (arrays are its only parameters), so it is parsed and planned once per
         # connection, and the arrays are sent as values rather than quoted into the text.
-        with psycopg.Cursor(connection.connection) as cursor:
+        # A connection whose prepare_threshold is None (OPTIONS, for a pooler in
+        # transaction mode) prepares nothing.
+        raw = connection.connection
+        prepare = None if raw.prepare_threshold is None else True
+        with psycopg.Cursor(raw) as cursor:
             cursor.execute(
                 f"WITH c AS (INSERT INTO {corpus_table} (key, kind, thread_id, agent_id, "
                 f"user_id, source_type, index_name, documents, total_length, version, "
@@ -293,7 +297,7 @@ class KeywordIndex:
                 f"%s::integer[], %s::bigint[]) AS v(key, document_id, term, count, length, seq) "
                 f"JOIN c ON c.key = v.key",
                 params,
-                prepare=True,
+                prepare=prepare,
             )
 
     def _insert_postings(self, rows: list[tuple[int, str, str, int, int, int | None]]) -> None:
