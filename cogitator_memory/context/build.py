@@ -14,6 +14,7 @@ from cogitator_memory.context.assembler import Assembly, ContextBlock
 from cogitator_memory.context.built import BuiltContext, ContextBuildError, ErrorSource
 from cogitator_memory.context.facts import (
     fact_blocks,
+    facts_among,
     observation_blocks,
     observations_for_turn,
     read_facts,
@@ -123,6 +124,8 @@ class ContextBuild:
         self.semantic_hits: list[Any] = []
         self.graph: Any = None
         self.fact_items: list[MemoryItem] = []
+        self._recallable: list[MemoryItem] | None = None
+        self._recallable_read = False
         # Raises InvalidInput for ids that cannot name a scope.
         self.memory_scope = MemoryScope(agent_id, user_id=user_id, thread_id=thread_id)
 
@@ -260,16 +263,38 @@ class ContextBuild:
             )
         return blocks
 
+    def recalls(self) -> bool:
+        """Whether this build recalls older turns and items (hybrid with an input)."""
+        return self.config.strategy == "hybrid" and bool(self.current_input)
+
+    def recallable_items(self) -> list[MemoryItem] | None:
+        """The items recall searches (``MemoryItems.recallable``), read once a build;
+        None when the read failed (reported once, under facts)."""
+        if not self._recallable_read:
+            self._recallable_read = True
+            items = self.builder.memory_items()
+            self._recallable = self.attempt(
+                "facts",
+                lambda: items.recallable(self.memory_scope, as_of=self.as_of, access=self.access),
+                None,
+            )
+        return self._recallable
+
     def facts(self) -> list[ContextBlock]:
-        """The facts the run sees at ``as_of``."""
+        """The facts the run sees at ``as_of``; a build that recalls takes them from the
+        items recall searches, read once."""
         if not self.config.include_facts:
             return []
-        items = self.builder.memory_items()
-        read = self.attempt(
-            "facts",
-            lambda: read_facts(items, self.memory_scope, as_of=self.as_of, access=self.access),
-            None,
-        )
+        if self.recalls():
+            recallable = self.recallable_items()
+            read = facts_among(recallable, self.as_of) if recallable is not None else None
+        else:
+            items = self.builder.memory_items()
+            read = self.attempt(
+                "facts",
+                lambda: read_facts(items, self.memory_scope, as_of=self.as_of, access=self.access),
+                None,
+            )
         if read is None:
             return []
         self.fact_items = read.facts
@@ -434,7 +459,7 @@ class ContextBuild:
         fixed = [*self.fixed_blocks(), *self.facts()]
         others = [*self.semantic_context(), *self.graph_context()]
         runs = {"recent"} if selection.run else set()
-        if self.config.strategy == "hybrid" and self.current_input:
+        if self.recalls():
             # The history the budget keeps is known before recall looks past it: fit it
             # with the recall partition's room held, then search, then fit for real.
             first = self.builder.assembler.assemble(

@@ -35,12 +35,13 @@ __all__ = [
     "FactsRead",
     "fact_blocks",
     "fact_text",
+    "facts_among",
     "observation_blocks",
     "observations_for_turn",
     "one_state_per_slot",
     "previous_values",
     "read_facts",
-    "recallable_items",
+    "replaced_values",
 ]
 
 MAX_OBSERVATIONS = 3
@@ -89,8 +90,17 @@ def previous_values(
     )
     if access is not None:
         earlier = earlier.visible_to(access)
+    return replaced_values(items, earlier.select_related("subject"))
+
+
+def replaced_values(items: Sequence[MemoryItem], states: Iterable[MemoryItem]) -> dict[str, str]:
+    """For each item (by id), the value of the newest superseded state of its slot among
+    ``states`` that began before it, when that value differs."""
     by_slot: dict[tuple[str, str], list[MemoryItem]] = {}
-    for state in earlier.select_related("subject").order_by("-valid_from", "-recorded_at"):
+    superseded = (state for state in states if state.status == ItemStatus.SUPERSEDED)
+    for state in sorted(
+        superseded, key=lambda state: (state.valid_from, state.recorded_at), reverse=True
+    ):
         by_slot.setdefault(_slot(state), []).append(state)
     previous: dict[str, str] = {}
     for item in items:
@@ -118,20 +128,13 @@ def read_facts(
     return FactsRead(facts, previous_values(facts, scope, access=access))
 
 
-def recallable_items(
-    scope: MemoryScope, *, as_of: datetime, access: Scope | None
-) -> list[MemoryItem]:
-    """The items recall searches: those a run of ``scope`` sees that memory holds (active
-    or superseded, not let go, stale or rejected) and that began by ``as_of``, whether they
-    still hold or held before, newest first. Raises what the store raises."""
-    found = MemoryItem.objects.seen_from(scope).filter(
-        status__in=[ItemStatus.ACTIVE, ItemStatus.SUPERSEDED],
-        expired_at__isnull=True,
-        valid_from__lte=as_of,
-    )
-    if access is not None:
-        found = found.visible_to(access)
-    return list(found.select_related("subject").order_by("-valid_from", "-recorded_at", "-id"))
+def facts_among(recallable: Sequence[MemoryItem], as_of: datetime) -> FactsRead:
+    """The facts at ``as_of`` and the values they replaced, from the items recall searches
+    (``MemoryItems.recallable``): those are every state the facts and their previous
+    values come from, so a build that recalls reads the items once."""
+    holding = [item for item in recallable if item.valid_to is None or item.valid_to > as_of]
+    facts = one_state_per_slot(holding)
+    return FactsRead(facts, replaced_values(facts, recallable))
 
 
 def fact_text(item: MemoryItem) -> str:

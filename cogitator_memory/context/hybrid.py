@@ -16,7 +16,6 @@ from zoneinfo import ZoneInfo
 
 from cogitator_memory.context.assembler import ContextBlock
 from cogitator_memory.context.built import ContextBuildError, ErrorSource
-from cogitator_memory.context.facts import recallable_items
 from cogitator_memory.context.recall import RECALL_LIMIT, recall_blocks
 from cogitator_memory.context.relevance import SCORED_ENTRIES, cosines_in_process
 
@@ -55,11 +54,7 @@ def recall_for_turn(
             # not read here, so a build costs what its budget holds.
             where = {"thread_id": run.thread_id, "before_seq": oldest, "leaf_id": run.leaf_id}
     held = [*(entry.pk for entry in history), *held_facts]
-    items = run.attempt(
-        "facts",
-        lambda: recallable_items(run.memory_scope, as_of=run.as_of, access=run.access),
-        None,
-    )
+    items = run.recallable_items()
     retrieval = run.attempt(
         "relevance",
         lambda: retriever.retrieve(

@@ -41,7 +41,7 @@ from cogitator_memory.items.models import (
 )
 from cogitator_memory.items.querysets import ItemQuerySet
 from cogitator_memory.items.scopes import MemoryScope
-from cogitator_memory.items.selectors import held
+from cogitator_memory.items.selectors import DEFAULT_HELD_STATUSES, held
 from cogitator_memory.jsondata import json_problem, text_problem
 from cogitator_memory.lineage import Quote, verify_evidence
 from cogitator_memory.scope import Scope
@@ -601,16 +601,22 @@ class MemoryItems:
             items = items.filter(kind__in=list(kinds))
         if slot is not None:
             items = items.of_slot(slot.subject_id, slot.attribute)
-        items = items.select_related("subject").order_by("-valid_from", "-recorded_at", "-id")
-        if scope.user_id is not None and connections[items.db].vendor == "sqlite":
-            # SQLite serves "the user's or no user's" with no plan but reading every item of
-            # the agent; the user's and the shared ones, asked apart, are each one range of
-            # the (agent, user, status) index. Its BINARY collation orders ids as Python
-            # does, so the merged list is in the order one query would give.
-            found = [*items.filter(user_id=scope.user_id), *items.filter(user_id__isnull=True)]
-            found.sort(key=lambda item: (item.valid_from, item.recorded_at, item.pk), reverse=True)
-            return found
-        return list(items)
+        return _newest_first(items, scope)
+
+    def recallable(
+        self, scope: MemoryScope, *, as_of: datetime, access: Scope | None = None
+    ) -> list[MemoryItem]:
+        """The items recall searches: those a run of ``scope`` sees that memory holds
+        (active or superseded, not let go, stale or rejected) and that began by ``as_of``,
+        whether they still hold or held before, newest first. Those of them that hold at
+        ``as_of`` are what ``query(scope, as_of=as_of)`` returns."""
+        items: ItemQuerySet = MemoryItem.objects.seen_from(scope)
+        if access is not None:
+            items = items.visible_to(access)
+        items = items.filter(
+            status__in=list(DEFAULT_HELD_STATUSES), expired_at__isnull=True, valid_from__lte=as_of
+        )
+        return _newest_first(items, scope)
 
     def history(
         self, scope: MemoryScope, slot: Slot, *, access: Scope | None = None
@@ -904,3 +910,17 @@ def save_layout(changed: Iterable[SlotState | MemoryItem]) -> None:
                 WriteSQL.LAYOUT_UPDATE,
                 [adapt(state.valid_to), adapt(state.valid_to_known_at), state.status, state.pk],
             )
+
+
+def _newest_first(items: ItemQuerySet, scope: MemoryScope) -> list[MemoryItem]:
+    """``items`` with their subjects, the newest first (by start, then record, then id)."""
+    items = items.select_related("subject").order_by("-valid_from", "-recorded_at", "-id")
+    if scope.user_id is not None and connections[items.db].vendor == "sqlite":
+        # SQLite serves "the user's or no user's" with no plan but reading every item of
+        # the agent; the user's and the shared ones, asked apart, are each one range of
+        # the (agent, user, status) index. Its BINARY collation orders ids as Python
+        # does, so the merged list is in the order one query would give.
+        found = [*items.filter(user_id=scope.user_id), *items.filter(user_id__isnull=True)]
+        found.sort(key=lambda item: (item.valid_from, item.recorded_at, item.pk), reverse=True)
+        return found
+    return list(items)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -245,3 +246,78 @@ def test_a_turn_naming_an_entity_gets_its_observations(items: MemoryItems, clock
     )
     context = builder.build(new_thread("ana-2"), AGENT, current_input="Is the weather nice?")
     assert context.memory_context is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_build_that_recalls_gets_the_facts_a_plain_read_gets(
+    items: MemoryItems, clock: Clock, seed: int
+) -> None:
+    # given slots that changed, were let go, went stale, end or start in the future,
+    # for the user, the agent and another user
+    rng = random.Random(seed)
+    written: list[MemoryItem] = []
+    for number in range(40):
+        scope = rng.choice(
+            [
+                MemoryScope(AGENT, user_id=USER),
+                MemoryScope(AGENT),
+                MemoryScope(AGENT, user_id="someone-else"),
+            ]
+        )
+        clock.now = T0 + timedelta(minutes=number)
+        written.append(
+            state(
+                items,
+                rng.choice(["home", "job", "diet", "pet"]),
+                rng.choice(["a", "b", "c", "A", "b "]),
+                at=T0 + timedelta(days=rng.randint(-60, 20)),
+                kind=rng.choice([ItemKind.FACT, ItemKind.PREFERENCE, ItemKind.EVENT]),
+                scope=scope,
+                subject=rng.choice(["Ana", "Rui"]),
+            )
+        )
+    items.let_go([item.pk for item in rng.sample(written, 4)])
+    items.mark_stale([item.pk for item in rng.sample(written, 4)], because={"reason": "changed"})
+    clock.now = T0 + timedelta(days=1)
+    thread = new_thread()
+    for as_of in (T0 - timedelta(days=20), T0, T0 + timedelta(days=30)):
+        # when
+        plain = facts_builder(items, clock).build(thread, AGENT, user_id=USER, as_of=as_of)
+        recalling = ContextBuilder(
+            ContextBuilderConfig(max_tokens=2000, include_facts=True, strategy="hybrid"),
+            ContextBuilderDeps(memory_items=items, clock=clock, message_index=False),
+        ).build(thread, AGENT, user_id=USER, as_of=as_of, current_input="where does Ana live")
+        # then
+        assert [item.pk for item in recalling.facts] == [item.pk for item in plain.facts]
+        fact_lines = [line for line in plain.memory_context.splitlines() if line.startswith("- ")]
+        assert fact_lines
+        assert fact_lines == [
+            line for line in recalling.memory_context.splitlines() if line in fact_lines
+        ]
+
+
+def test_a_build_that_recalls_reads_the_items_once(
+    items: MemoryItems, clock: Clock, django_assert_max_num_queries: Any
+) -> None:
+    state(items, "home", "Porto", at=T0 - timedelta(days=30))
+    state(items, "home", "Lisbon", at=T0 - timedelta(days=2))
+    thread = new_thread()
+    say(thread, "user", "I moved last week")
+    builder = ContextBuilder(
+        ContextBuilderConfig(max_tokens=2000, include_facts=True, strategy="hybrid"),
+        ContextBuilderDeps(memory_items=items, clock=clock, message_index=False),
+    )
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        context = builder.build(thread, AGENT, user_id=USER, current_input="where is home")
+    item_reads = [
+        query["sql"]
+        for query in captured.captured_queries
+        if query["sql"].lstrip().startswith("SELECT")
+        and 'FROM "cogitator_memory_memoryitem"' in query["sql"]
+    ]
+    assert "- Ana home Lisbon (previously: Porto)" in context.memory_context
+    # one read (SQLite asks the user's and the shared ones apart)
+    assert len(item_reads) == (2 if connection.vendor == "sqlite" else 1), item_reads
