@@ -310,7 +310,11 @@ def _read_with_dateparser(text: str, now: datetime, zone: ZoneInfo) -> ResolvedT
         "RETURN_TIME_AS_PERIOD": True,
     }
     try:
-        data = DateDataParser(settings=settings).get_date_data(text)
+        # English first, as most text is: finding a text's language costs dateparser ten
+        # times the reading; only text English reads no date in goes through that.
+        data = DateDataParser(languages=["en"], settings=settings).get_date_data(text)
+        if data.date_obj is None:
+            data = DateDataParser(settings=settings).get_date_data(text)
     except Exception:
         # Odd text can fail deep inside the parser, and a zone newer than its database
         # fails there too: to the caller either is text that names no time.
