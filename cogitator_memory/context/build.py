@@ -58,8 +58,8 @@ __all__ = ["ContextBuild"]
 
 T = TypeVar("T")
 # A history of up to this many entries is read whole (what was left out is reported in
-# full); past it, only as far as the budget reaches. About 5 ms of reading on PostgreSQL.
-HISTORY_READ_FLOOR = 500
+# full); past it, only as far as the budget reaches. About 2 ms of reading on PostgreSQL.
+HISTORY_READ_FLOOR = 200
 # Hybrid without the message index reads the branch of a thread of up to this many
 # entries whole and gives the retriever every older turn (it reads each with the turns
 # next to it, which the keyword index of entries does not); a longer thread's branch is
@@ -147,10 +147,10 @@ class ContextBuild:
         run can hold (tool results at the cost of their note) and past the newest
         ``HISTORY_READ_FLOOR`` entries, so what is left out of a history of usual length
         is reported whole; for hybrid without the message index, the newest
-        ``SCORED_ENTRIES`` older than that too, and a branch of up to
-        ``HYBRID_WHOLE_HISTORY`` entries whole. None: read the whole history (relevant
-        through the index searches all of it). With it, how many entries to read at first
-        (what the bound needs at least)."""
+        ``SCORED_ENTRIES`` older than that too when there is an embedding service, and
+        the branch of a thread of up to ``HYBRID_WHOLE_HISTORY`` entries whole. None: read
+        the whole history (relevant through the index searches all of it). With it, how
+        many entries to read at first (what the bound needs at least)."""
         indexed = self.builder.uses_message_index()
         strategy = self.config.strategy
         if strategy == "relevant" and indexed:
@@ -159,8 +159,9 @@ class ContextBuild:
             strategy = "recent"
         entries_needed = max(HISTORY_READ_FLOOR, SCORED_ENTRIES if strategy == "relevant" else 0)
         # Hybrid without the message index scores the newest turns older than the history
-        # it keeps: those are read too.
-        older_needed = SCORED_ENTRIES if strategy == "hybrid" and not indexed else 0
+        # it keeps with the embedding service: those are read too.
+        scores_older = strategy == "hybrid" and not indexed
+        older_needed = SCORED_ENTRIES if scores_older and self.builder.embedding_service() else 0
         if strategy == "hybrid" and not indexed and self.branch_may_be_short():
             entries_needed = max(entries_needed, HYBRID_WHOLE_HISTORY)
         tokens = 0

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from cogitator_memory.context.build import HISTORY_READ_FLOOR
 from cogitator_memory.context.builder import ContextBuilder
 from cogitator_memory.context.config import ContextBuilderConfig
 from cogitator_memory.context.seams import GraphContext, GraphLine
@@ -140,9 +141,11 @@ def test_a_long_thread_is_read_only_as_far_as_the_budget_reaches(
     create_branch(Thread.objects.get(pk=thread), 5000)
     with django_assert_max_num_queries(10):
         context = builder(max_tokens=300, reserve_tokens=0).build(thread, AGENT)
-    # the newest 500 (HISTORY_READ_FLOOR) are read, past what the budget holds, no more
-    assert context.metadata.original_message_count == 500
-    assert len(context.dropped.entries) == 500 - context.metadata.included_message_count
+    # the newest HISTORY_READ_FLOOR are read, past what the budget holds, no more
+    assert context.metadata.original_message_count == HISTORY_READ_FLOOR
+    assert (
+        len(context.dropped.entries) == HISTORY_READ_FLOOR - context.metadata.included_message_count
+    )
     assert context.truncated is True
     assert 0 < context.token_count <= 300
 
