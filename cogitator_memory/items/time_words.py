@@ -91,8 +91,11 @@ _CLOCK_UNIT_NAMES: Final = {
 }
 
 
-def read_time_words(text: str, now: datetime, zone: ZoneInfo) -> ResolvedTime | None:
-    """The interval ``text`` names, said at ``now`` (aware, in ``zone``), or ``None``.
+def read_time_words(
+    text: str, now: datetime, zone: ZoneInfo, *, english_only: bool = False
+) -> ResolvedTime | None:
+    """The interval ``text`` names, said at ``now`` (aware, in ``zone``), or ``None``;
+    ``english_only`` reads no other language.
 
     Raises ``ValueError`` or ``OverflowError`` for a date the calendar lacks or cannot hold
     (30 February, year 10000); ``resolve_time`` reads those as unresolved.
@@ -102,7 +105,7 @@ def read_time_words(text: str, now: datetime, zone: ZoneInfo) -> ResolvedTime | 
         if match:
             # A rule whose pattern matches has the last word: dateparser is not asked.
             return rule(match, now, zone)
-    return _read_with_dateparser(text, now, zone)
+    return _read_with_dateparser(text, now, zone, english_only=english_only)
 
 
 # --- rules ------------------------------------------------------------------------------------
@@ -292,9 +295,11 @@ _SECONDS_WRITTEN: Final = re.compile(r"\d:\d{2}:\d{2}")
 _MINUTES_WRITTEN: Final = re.compile(r"\d[:h]\d{2}")
 
 
-def _read_with_dateparser(text: str, now: datetime, zone: ZoneInfo) -> ResolvedTime | None:
+def _read_with_dateparser(
+    text: str, now: datetime, zone: ZoneInfo, *, english_only: bool = False
+) -> ResolvedTime | None:
     """dateparser's point and period for ``text``, widened to the interval of that period
-    in ``zone``; ``None`` when it reads no date."""
+    in ``zone``; ``None`` when it reads no date (in English, with ``english_only``)."""
     # Imported here: dateparser and its language data take tens of milliseconds to load,
     # which only the first reading of a time should pay, not every start of the app.
     from dateparser.date import DateDataParser  # type: ignore[import-untyped]
@@ -313,7 +318,7 @@ def _read_with_dateparser(text: str, now: datetime, zone: ZoneInfo) -> ResolvedT
         # English first, as most text is: finding a text's language costs dateparser ten
         # times the reading; only text English reads no date in goes through that.
         data = DateDataParser(languages=["en"], settings=settings).get_date_data(text)
-        if data.date_obj is None:
+        if data.date_obj is None and not english_only:
             data = DateDataParser(settings=settings).get_date_data(text)
     except Exception:
         # Odd text can fail deep inside the parser, and a zone newer than its database

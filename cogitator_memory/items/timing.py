@@ -56,9 +56,12 @@ MAX_EXPRESSION_LENGTH: Final = 200
 _EDGE_PUNCTUATION: Final = " .,;!?\"'()[]{}\u00ab\u00bb\u2018\u2019\u201c\u201d"
 
 
-def resolve_time(expression: str, session_at: datetime, time_zone: str) -> ResolvedTime | None:
+def resolve_time(
+    expression: str, session_at: datetime, time_zone: str, *, english_only: bool = False
+) -> ResolvedTime | None:
     """Read the time words ``expression``, said at ``session_at`` by someone in the IANA zone
     ``time_zone``, as the interval they name (the rules: this module's docstring).
+    ``english_only`` reads English words only (text known to be English, read faster).
 
     Returns a ``ResolvedTime`` (start included and end excluded, in UTC, with the precision),
     or ``None`` for text that names no time this can read: unknown words, an ambiguous
@@ -78,7 +81,7 @@ def resolve_time(expression: str, session_at: datetime, time_zone: str) -> Resol
     if not text:
         return None
     try:
-        return read_time_words(text, now, zone)
+        return read_time_words(text, now, zone, english_only=english_only)
     except (OverflowError, ValueError):
         # A day the calendar lacks, or an interval past the years datetime holds.
         return None

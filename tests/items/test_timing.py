@@ -540,3 +540,16 @@ def test_any_text_resolves_or_not_but_never_raises(
 def test_named_months_and_leading_prepositions(expression: str, start: datetime) -> None:
     resolved = resolve_time(expression, datetime(2026, 3, 4, 15, 20, tzinfo=UTC), "Europe/Lisbon")
     assert resolved is not None and resolved.start == start
+
+
+def test_english_only_reads_english_and_leaves_other_languages_unread() -> None:
+    at = moment(WEDNESDAY)
+    assert resolve_time("letzte Woche", at, "UTC", english_only=True) is None
+    assert resolve_time("ontem", at, LISBON, english_only=True) is None
+    english = resolve_time("last week", at, "UTC", english_only=True)
+    assert english == resolve_time("last week", at, "UTC")
+    assert english is not None and english.precision == WEEK
+    # dateparser's English, not only the rules
+    assert resolve_time("the 3rd of March 2026", at, "UTC", english_only=True) == resolve_time(
+        "the 3rd of March 2026", at, "UTC"
+    )
