@@ -1,0 +1,129 @@
+"""The channels that rank memory items: BM25 over their text, their vectors (with
+recall's thresholds), the entities named, the time they held, and a personalized PageRank
+over the graph of items and entities.
+
+Each method ranks the items of a ``RecallPool`` and records the ranking under its
+channel's name.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from cogitator_memory.exceptions import CogitatorMemoryError
+from cogitator_memory.items.models import MemoryItem
+from cogitator_memory.items.vectors import item_text, item_vectors
+from cogitator_memory.search.recall_channels import (
+    KeywordIndex,
+    cosines,
+    entities_named,
+    kept_by_thresholds,
+    mentions,
+    personalized_pagerank,
+)
+from cogitator_memory.search.recall_pool import CHANNEL_DEPTH, SEED_ITEMS, RecallPool, item_key
+from cogitator_memory.search.retrieval_types import RecallError
+from cogitator_memory.search.tokenizer import tokenize
+
+__all__ = ["ItemChannels"]
+
+logger = logging.getLogger(__name__)
+
+
+class ItemChannels(RecallPool):
+    """The item channels of a recall run."""
+
+    def item_keyword(self) -> None:
+        if not self.items or not self.analysis.terms:
+            return
+        index = KeywordIndex([(item.pk, tokenize(item_text(item))) for item in self.items])
+        ranked = index.ranked(list(self.analysis.terms), limit=CHANNEL_DEPTH)
+        self._rank("item_keyword", [(item_key(item_id), score) for item_id, score in ranked])
+
+    def item_vector(self, given: Mapping[str, float] | None) -> None:
+        if not self.items:
+            return
+        if given is not None:
+            scores = {item.pk: float(given[item.pk]) for item in self.items if item.pk in given}
+        else:
+            service = self.retriever.service
+            if service is None:
+                return
+            try:
+                query = self.retriever._query_vector(self.input, service)
+                vectors = item_vectors(self.items, service=service, store=self.retriever.store)
+                scores = cosines(
+                    query,
+                    {
+                        item_id: np.asarray(vector, dtype=np.float32)
+                        for item_id, vector in vectors.items()
+                    },
+                )
+            except (CogitatorMemoryError, ValueError, IndexError) as exc:
+                logger.warning("Recall without item vectors: %s", exc)
+                self.errors.append(RecallError("semantic", f"item vectors: {exc}"))
+                return
+        kept = kept_by_thresholds(scores, limit=CHANNEL_DEPTH)
+        self._rank("item_vector", [(item_key(item_id), score) for item_id, score in kept])
+
+    def item_entity(self) -> None:
+        if not self.named or not self.items:
+            return
+        named_ids = {entity.id for entity in self.named}
+        found = []
+        for item in self.items:
+            count = (item.subject_id in named_ids) * 2 + mentions(
+                f"{item.value} {item.content}", self.named
+            )
+            if count:
+                found.append((item, count))
+        found.sort(key=lambda pair: (-pair[1], -pair[0].valid_from.timestamp(), pair[0].pk))
+        self._rank("item_entity", [(item_key(item.pk), float(count)) for item, count in found])
+
+    def item_time(self) -> None:
+        interval = self.analysis.time
+        if interval is None or not self.items:
+            return
+        inside = [
+            item
+            for item in self.items
+            if item.valid_from < interval.end
+            and (item.valid_to is None or item.valid_to > interval.start)
+        ]
+
+        # Items that began within the interval first, then the narrowest validity.
+        def order(item: MemoryItem) -> tuple[int, float, str]:
+            began_inside = interval.start <= item.valid_from
+            end = item.valid_to or self.anchor
+            return (0 if began_inside else 1, (end - item.valid_from).total_seconds(), item.pk)
+
+        self._rank("item_time", [(item_key(item.pk), 1.0) for item in sorted(inside, key=order)])
+
+    def item_graph(self, fused: Sequence[str]) -> None:
+        """Personalized PageRank over items and entities (an item links its subject and
+        the entities its value names), seeded with the entities named and the best items."""
+        if not self.items:
+            return
+        seeds: dict[str, float] = {f"entity:{entity.id}": 1.0 for entity in self.named}
+        best_items = [key for key in fused if key.startswith("item:")][:SEED_ITEMS]
+        for rank, key in enumerate(best_items, start=1):
+            seeds[key] = 1.0 / rank
+        if not seeds:
+            return
+        entities = {item.subject_id: item.subject for item in self.items}
+        known = [(entity.pk, entity.name, entity.aliases or []) for entity in entities.values()]
+        edges = []
+        for item in self.items:
+            edges.append((item_key(item.pk), f"entity:{item.subject_id}"))
+            for entity in entities_named(f"{item.value} {item.content}", known):
+                if entity.id != item.subject_id:
+                    edges.append((item_key(item.pk), f"entity:{entity.id}"))
+        ranks = personalized_pagerank(edges, seeds)
+        ranked = sorted(
+            ((key, score) for key, score in ranks.items() if key.startswith("item:")),
+            key=lambda pair: (-pair[1], pair[0]),
+        )
+        self._rank("item_graph", ranked)
