@@ -15,7 +15,8 @@ from django.db.models import Subquery
 from cogitator_memory.threads.models import Entry
 
 
-def _tables() -> tuple[str, str, str]:
+def _tables() -> tuple[str, str, str, str]:
+    """The entry table and its id, parent and seq columns, quoted."""
     opts = Entry._meta
     connection = connections[router.db_for_read(Entry)]
     quote = connection.ops.quote_name
@@ -23,38 +24,28 @@ def _tables() -> tuple[str, str, str]:
         quote(opts.db_table),
         quote(opts.get_field("id").get_attname_column()[1] or "id"),
         quote(opts.get_field("parent").get_attname_column()[1] or "parent_id"),
+        quote(opts.get_field("seq").get_attname_column()[1] or "seq"),
     )
 
 
-def walk_up(start_id: str, steps: int) -> list[Entry]:
-    """The entry ``start_id`` and up to ``steps - 1`` of its ancestors, nearest first."""
-    table, pk, parent = _tables()
+def walk_up(start_id: str, steps: int, *, above_seq: int | None = None) -> list[Entry]:
+    """The entry ``start_id`` and up to ``steps - 1`` of its ancestors, nearest first;
+    with ``above_seq``, stopping before the first whose seq is that or less."""
+    table, pk, parent, seq = _tables()
+    start_above = f" AND {seq} > %s" if above_seq is not None else ""
+    step_above = f" AND e.{seq} > %s" if above_seq is not None else ""
     sql = (
         f"WITH RECURSIVE walk(entry_id, parent_id, depth) AS ("
-        f" SELECT {pk}, {parent}, 0 FROM {table} WHERE {pk} = %s"
+        f" SELECT {pk}, {parent}, 0 FROM {table} WHERE {pk} = %s{start_above}"
         f" UNION ALL"
         f" SELECT e.{pk}, e.{parent}, w.depth + 1 FROM {table} e"
-        f" JOIN walk w ON e.{pk} = w.parent_id WHERE w.depth + 1 < %s"
+        f" JOIN walk w ON e.{pk} = w.parent_id WHERE w.depth + 1 < %s{step_above}"
         f") SELECT e.* FROM walk w JOIN {table} e ON e.{pk} = w.entry_id ORDER BY w.depth"
     )
-    return list(Entry.objects.raw(sql, [start_id, steps]))
-
-
-def walk_up_above(start_id: str, steps: int, floor_seq: int) -> list[Entry]:
-    """As ``walk_up``, stopping before the first entry whose seq is ``floor_seq`` or less."""
-    table, pk, parent = _tables()
-    seq = connections[router.db_for_read(Entry)].ops.quote_name(
-        Entry._meta.get_field("seq").column or "seq"
+    params: list[object] = (
+        [start_id, steps] if above_seq is None else [start_id, above_seq, steps, above_seq]
     )
-    sql = (
-        f"WITH RECURSIVE walk(entry_id, parent_id, depth) AS ("
-        f" SELECT {pk}, {parent}, 0 FROM {table} WHERE {pk} = %s AND {seq} > %s"
-        f" UNION ALL"
-        f" SELECT e.{pk}, e.{parent}, w.depth + 1 FROM {table} e"
-        f" JOIN walk w ON e.{pk} = w.parent_id WHERE w.depth + 1 < %s AND e.{seq} > %s"
-        f") SELECT e.* FROM walk w JOIN {table} e ON e.{pk} = w.entry_id ORDER BY w.depth"
-    )
-    return list(Entry.objects.raw(sql, [start_id, floor_seq, steps, floor_seq]))
+    return list(Entry.objects.raw(sql, params))
 
 
 def branch_chunks(
@@ -77,9 +68,8 @@ def branch_chunks(
             return
         chunk: list[Entry] = []
         if fork_seq is not None or not chained:
-            # -1: no floor, a plain walk.
-            floor = fork_seq if fork_seq is not None and chained else -1
-            chunk = walk_up_above(expected, size, floor)
+            above = fork_seq if chained else None
+            chunk = walk_up(expected, size, above_seq=above)
             if chunk:
                 expected = chunk[-1].parent_id
             if len(chunk) == size or not chained or expected is None:
@@ -115,7 +105,7 @@ def doubling(first: int, most: int) -> Iterator[int]:
 
 def walk_ids_until(start_id: str, target_id: str) -> list[str]:
     """Ids from ``start_id`` up toward the root, stopping at ``target_id`` if it is met."""
-    table, pk, parent = _tables()
+    table, pk, parent, _ = _tables()
     sql = (
         f"WITH RECURSIVE walk(entry_id, parent_id) AS ("
         f" SELECT {pk}, {parent} FROM {table} WHERE {pk} = %s"
@@ -133,10 +123,7 @@ def walk_ids_until(start_id: str, target_id: str) -> list[str]:
 def ids_down_to(start_id: str, lowest_seq: int) -> list[str]:
     """Ids from ``start_id`` up toward the root, while their seq is ``lowest_seq`` or
     more: one walk whose length is that stretch of the branch."""
-    table, pk, parent = _tables()
-    seq = connections[router.db_for_read(Entry)].ops.quote_name(
-        Entry._meta.get_field("seq").column or "seq"
-    )
+    table, pk, parent, seq = _tables()
     sql = (
         f"WITH RECURSIVE walk(entry_id, parent_id) AS ("
         f" SELECT {pk}, {parent} FROM {table} WHERE {pk} = %s AND {seq} >= %s"

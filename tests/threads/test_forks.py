@@ -4,6 +4,7 @@ exactly as a walk from the leaf to the root does."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import pytest
 
@@ -87,34 +88,58 @@ def test_deleting_an_entry_whose_children_join_a_sibling_marks_the_fork():
     assert fork_seq(thread.pk) == root.seq == true_first_fork(thread.pk)
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_on_branch_agrees_with_a_walk_to_the_root_on_random_trees(seed: int):
-    rng = random.Random(seed)
-    thread = services.create_thread("agent-f")
+def random_tree(
+    rng: random.Random,
+    steps: int,
+    *,
+    fork: float = 0.15,
+    delete: float = 0.05,
+    root: float = 0.01,
+    after_each: Callable[[str], None] | None = None,
+) -> tuple[str, list[str]]:
+    """A thread grown by appends, writes under older entries (left inactive), deletions
+    and second roots, in those shares; ``after_each`` sees the thread after each step."""
+    thread = services.create_thread("agent-f").pk
     ids: list[str] = []
-    for step in range(40):
+    for step in range(steps):
         roll = rng.random()
-        if ids and roll < 0.25:
-            parent = rng.choice(ids)
+        if ids and roll < fork:
             ids.append(
                 services.add_entry(
-                    thread.pk, role="user", content=f"s{step}", parent_id=parent, activate=False
+                    thread,
+                    role="user",
+                    content=f"s{step}",
+                    parent_id=rng.choice(ids),
+                    activate=False,
                 ).pk
             )
-        elif ids and roll < 0.3:
+        elif ids and roll < fork + delete:
             gone = rng.choice(ids)
             services.delete_entry(gone)
             ids.remove(gone)
-        elif roll < 0.32:
-            ids.append(
-                services.add_entry(thread.pk, role="user", content="root", parent_id=None).pk
-            )
+        elif roll < fork + delete + root:
+            ids.append(services.add_entry(thread, role="user", content="root", parent_id=None).pk)
         else:
-            ids.append(services.add_entry(thread.pk, role="user", content=f"m{step}").pk)
-        marked = fork_seq(thread.pk)
-        real = true_first_fork(thread.pk)
+            ids.append(services.add_entry(thread, role="user", content=f"m{step}").pk)
+        if after_each is not None:
+            after_each(thread)
+    return thread, ids
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_on_branch_agrees_with_a_walk_to_the_root_on_random_trees(seed: int):
+    rng = random.Random(seed)
+
+    def fork_is_never_late(thread: str) -> None:
+        marked = fork_seq(thread)
+        real = true_first_fork(thread)
         # never later than the real first fork (earlier only costs a longer walk)
         assert real is None or (marked is not None and marked <= real), (marked, real)
+
+    thread_id, ids = random_tree(
+        rng, 40, fork=0.25, delete=0.05, root=0.02, after_each=fork_is_never_late
+    )
+    thread = Thread.objects.get(pk=thread_id)
     seqs = dict(Entry.objects.filter(thread_id=thread.pk).values_list("pk", "seq"))
     for leaf in [None, *rng.sample(ids, min(5, len(ids)))]:
         active = Thread.objects.get(pk=thread.pk).active_leaf_id
@@ -122,31 +147,6 @@ def test_on_branch_agrees_with_a_walk_to_the_root_on_random_trees(seed: int):
         expected = branch_of(start) if start is not None else set()
         candidates = dict(rng.sample(sorted(seqs.items()), min(15, len(seqs))))
         assert on_branch(thread.pk, leaf, candidates) == expected & set(candidates)
-
-
-def random_tree(rng: random.Random, steps: int) -> tuple[str, list[str]]:
-    """A thread grown by appends, writes under older entries, deletions and second roots."""
-    thread = services.create_thread("agent-f")
-    ids: list[str] = []
-    for step in range(steps):
-        roll = rng.random()
-        if ids and roll < 0.15:
-            ids.append(
-                services.add_entry(
-                    thread.pk, role="user", content=f"s{step}", parent_id=rng.choice(ids)
-                ).pk
-            )
-        elif ids and roll < 0.2:
-            gone = rng.choice(ids)
-            services.delete_entry(gone)
-            ids.remove(gone)
-        elif roll < 0.21:
-            ids.append(
-                services.add_entry(thread.pk, role="user", content="root", parent_id=None).pk
-            )
-        else:
-            ids.append(services.add_entry(thread.pk, role="user", content=f"m{step}").pk)
-    return thread.pk, ids
 
 
 @pytest.mark.parametrize("seed", range(10))
