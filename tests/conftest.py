@@ -3,11 +3,21 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 from django.test.testcases import QuietWSGIRequestHandler
+from hypothesis import settings as hypothesis_settings
+
+from tests.examples import DEFAULT_CI, DEFAULT_FULL, PROFILE
 
 # The live server's sockets send each write at once (TCP_NODELAY). With Nagle's algorithm
 # on, the body written after the headers waited for the client's delayed ACK: about 40 ms
 # added to every keep-alive request, most of the time of the tests that make thousands.
 QuietWSGIRequestHandler.disable_nagle_algorithm = True
+
+# COGITATOR_TEST_PROFILE (tests/examples.py) picks the Hypothesis profile: the count of
+# examples of the tests that name none. Tests that name theirs take it from
+# tests.examples.examples(full, ci).
+hypothesis_settings.register_profile("full", max_examples=DEFAULT_FULL)
+hypothesis_settings.register_profile("ci", max_examples=DEFAULT_CI)
+hypothesis_settings.load_profile(PROFILE)
 
 
 @pytest.fixture

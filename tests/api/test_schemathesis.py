@@ -8,7 +8,9 @@ valid and the API refuses (or the other way round).
   pytest-django's live server on the loopback interface (the project, the test database):
   ``--phases examples,coverage,fuzzing,stateful --checks all --seed 20261130`` and
   ``--max-examples 30``, configured by ``schemathesis.toml`` beside this module (stateful
-  runs follow the schema's links, 100 scenarios). Once with a superuser's token, which
+  runs follow the schema's links, 100 scenarios); in the CI profile (``tests/examples.py``,
+  the default) ``--max-examples 10`` and 30 scenarios, every phase and check still run,
+  and ``COGITATOR_TEST_PROFILE=full`` runs the full counts. Once with a superuser's token, which
   reaches every operation's logic (stateful runs create threads, add entries, branch,
   fork, redact and delete), and once with the API key of a service granted ``agent-1``,
   which meets the grants (403 for writes of other agents, 404 for what it may not see).
@@ -70,6 +72,7 @@ from cogitator_memory.threads import services
 from cogitator_memory.threads.models import EntryType, Role
 from project.settings import database_from_url
 from project.wsgi import application
+from tests.examples import examples
 from tests.factories import EntryFactory, ThreadFactory
 
 if TYPE_CHECKING:
@@ -78,9 +81,13 @@ if TYPE_CHECKING:
 SCHEMA_URL = "/api/schema/?format=json"
 CONFIG = Path(__file__).with_name("schemathesis.toml")
 SEED = 20261130
-# Generated requests per operation and phase (the stateful phase's scenarios are set in
-# CONFIG). 30 finds what 100 finds here, in a third of the time.
-MAX_EXAMPLES = 30
+# Generated requests per operation and phase. 30 finds what 100 finds here, in a third of
+# the time; the CI profile takes 10.
+MAX_EXAMPLES = examples(full=30, ci=10)
+# Scenarios of the stateful phase: CONFIG's 100 in the full profile; the CI profile runs
+# with a copy of CONFIG that asks for fewer.
+STATEFUL_SCENARIOS_SETTING = "[phases.stateful.generation]\nmax-examples = 100\n"
+STATEFUL_SCENARIOS = examples(full=100, ci=30)
 # Far above what one run sends: the throttle is tested elsewhere, and answering 429 to
 # most of a run would leave the API's logic untested.
 UNTHROTTLED_RATE = "1000000/minute"
@@ -302,6 +309,23 @@ def api_key_authorization() -> str:
 AUTHORIZATIONS = {"superuser token": superuser_authorization, "api key": api_key_authorization}
 
 
+def config_file(workdir: Path) -> Path:
+    """CONFIG, or in the CI profile a copy of it in ``workdir`` with its stateful phase's
+    scenario count set to STATEFUL_SCENARIOS."""
+    text = CONFIG.read_text()
+    assert text.count(STATEFUL_SCENARIOS_SETTING) == 1, "CONFIG no longer sets 100 scenarios"
+    if STATEFUL_SCENARIOS == 100:
+        return CONFIG
+    copy = workdir / CONFIG.name
+    copy.write_text(
+        text.replace(
+            STATEFUL_SCENARIOS_SETTING,
+            STATEFUL_SCENARIOS_SETTING.replace("100", str(STATEFUL_SCENARIOS)),
+        )
+    )
+    return copy
+
+
 def run_schemathesis(schema_url: str, authorization: str, workdir: Path) -> tuple[int, str]:
     """Run the schemathesis CLI on ``schema_url``; its exit code and report."""
     command = [
@@ -309,7 +333,7 @@ def run_schemathesis(schema_url: str, authorization: str, workdir: Path) -> tupl
         "-m",
         "schemathesis.cli",
         "--config-file",
-        str(CONFIG),
+        str(config_file(workdir)),
         "run",
         schema_url,
         "--phases",

@@ -24,6 +24,7 @@ from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
 from cogitator_memory.files.paths import MAX_NAME_LENGTH, MAX_PATH_BYTES, ROOT, normalize
 from cogitator_memory.files.services import MemoryFiles
 from cogitator_memory.items.scopes import MemoryScope
+from tests.examples import examples
 
 pytestmark = pytest.mark.django_db
 
@@ -74,11 +75,12 @@ PIECES = [
     "\u200b",
     "n" * 256,
 ]
-# 1,000 examples of 10 paths: hypothesis spends most of a test's time per example, not
-# per path drawn, so 10,000 paths cost about what 2,000 examples of one path would.
+# 1,000 examples of 10 paths (300 in the CI profile, tests/examples.py): hypothesis spends
+# most of a test's time per example, not per path drawn, so 10,000 paths cost about what
+# 2,000 examples of one path would.
 PATH_BATCH = 10
-PATH_EXAMPLES = 1_000
-SERVICE_EXAMPLES = 1_000
+PATH_EXAMPLES = examples(full=1_000, ci=300)
+SERVICE_EXAMPLES = examples(full=1_000, ci=300)
 HOSTILE = st.lists(
     st.one_of(st.sampled_from(PIECES), st.text(max_size=6)), min_size=1, max_size=8
 ).map("".join)

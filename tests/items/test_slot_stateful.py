@@ -28,6 +28,7 @@ from hypothesis.stateful import (
 from cogitator_memory.items.models import Entity
 from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.services import MemoryItems, NewItem, Slot
+from tests.examples import examples
 
 ANA = MemoryScope("concierge", user_id="ana")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -194,7 +195,7 @@ def test_a_slots_timeline_agrees_with_the_reference_model() -> None:
     run_state_machine_as_test(
         SlotMachine,
         settings=settings(
-            max_examples=40,
+            max_examples=examples(full=40, ci=20),
             stateful_step_count=30,
             deadline=None,
             suppress_health_check=[HealthCheck.too_slow],

@@ -41,6 +41,7 @@ from cogitator_memory.threads.models import (
     REDACTED_TEXT,
     Entry,
 )
+from tests.examples import examples
 
 AGENT_ID = "agent-tree"
 ORIGIN_METADATA: dict[str, Any] = {"topic": "rome", PAUSED_RUN_KEY: {"runId": "run-1"}}
@@ -440,7 +441,7 @@ def test_random_tree_operations_agree_with_the_reference_model() -> None:
     # given a thread driven by random adds, branches, events, rewinds, checkouts,
     # deletes, forks, redactions and clears
     machine_settings = settings(
-        max_examples=30,
+        max_examples=examples(full=30, ci=15),
         stateful_step_count=30,
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow],
