@@ -18,13 +18,14 @@ PORT ?= 8000
 PYTEST_ARGS ?=
 TIMED := bash scripts/timed.sh
 
-.PHONY: help venv run test lint typecheck test-sqlite test-postgres system-packages services clean
+.PHONY: help venv run test lint typecheck test-suites test-sqlite test-postgres system-packages services clean
 
 help:
 	@echo "make run            set up .venv, migrate, create the demo admin, serve on $(HOST):$(PORT)"
-	@echo "make test           set up, then ruff, mypy, pytest on SQLite, pytest on PostgreSQL"
+	@echo "make test           set up, then ruff, mypy, pytest on SQLite and on PostgreSQL side by side"
 	@echo "make lint           ruff check and ruff format --check"
 	@echo "make typecheck      mypy on cogitator_memory (config in pyproject.toml)"
+	@echo "make test-suites    the pytest suite on SQLite and on PostgreSQL, side by side"
 	@echo "make test-sqlite    the pytest suite on SQLite"
 	@echo "make test-postgres  the pytest suite on embedded PostgreSQL"
 	@echo "make clean          remove .venv, caches and test databases (keeps db.sqlite3)"
@@ -54,7 +55,7 @@ services:
 	@$(TIMED) "debian postgres" bash scripts/ensure-debian-postgres.sh
 
 # Prerequisites run left to right (.NOTPARALLEL), and make stops at the first that fails.
-test: system-packages services $(STAMP) lint typecheck test-sqlite test-postgres
+test: system-packages services $(STAMP) lint typecheck test-suites
 
 lint: $(STAMP)
 	@$(TIMED) "ruff check" $(BIN)/ruff check .
@@ -62,6 +63,11 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	@$(TIMED) "mypy" $(BIN)/mypy cogitator_memory
+
+# The two suites at once (scripts/test-suites.sh): each in a process of its own with its own
+# database, its log printed whole when it ends; fails when either fails.
+test-suites: $(STAMP)
+	@$(TIMED) "pytest on SQLite and PostgreSQL" bash scripts/test-suites.sh $(MAKE)
 
 test-sqlite: $(STAMP)
 	@COGITATOR_TEST_DATABASE=sqlite $(TIMED) "pytest on SQLite" $(BIN)/pytest $(PYTEST_ARGS)
