@@ -216,10 +216,7 @@ class MemoryItems:
         connection = connections[router.db_for_write(MemoryItem)]
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                    [f"cogitator_memory.items:{agent_id}"],
-                )
+                cursor.execute(AGENT_LOCK, [agent_lock_key(agent_id)])
         # SQLite: the IMMEDIATE transaction holds the database's write lock already.
 
     def lock_agents(self, agent_ids: Iterable[str]) -> None:
@@ -270,9 +267,11 @@ class MemoryItems:
         millisecond after the agent's last recorded state if that is later. One statement
         reads all three (a second one the time, for a new entity). It runs after the lock,
         as a statement of its own: a statement's snapshot is taken when it starts, so one
-        that also waited for the lock would miss the writer it waited for."""
+        that also waited for the lock would miss the writer it waited for; where the
+        driver binds parameters itself, the lock is the statement before it in the same
+        round trip."""
         candidates, last, slots = WriteSQL.entity_and_slot(
-            scope, entity_key(new.subject), new.attribute, statuses
+            scope, entity_key(new.subject), new.attribute, statuses, locking=True
         )
         entity = self._first_entity(candidates) or Entity.objects.create(
             agent_id=scope.agent_id,
@@ -327,7 +326,7 @@ class MemoryItems:
         _check_new_item(new)
         policy.require_write(access, scope.agent_id, scope.user_id)
         self._lock_quoted_threads(new.evidence)
-        self._lock_agent(scope.agent_id)
+        # The agent's lock is taken by the read below, first.
         said_at = self.clock()
         # The slot is read once, with its subject: the newest open state (to merge into or
         # to contradict) is the last open one in timeline order, and the rest is what the
@@ -649,6 +648,14 @@ class SlotState:
     confidence: float
 
 
+AGENT_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
+
+
+def agent_lock_key(agent_id: str) -> str:
+    """The key of the advisory lock that serializes one agent's item writes."""
+    return f"cogitator_memory.items:{agent_id}"
+
+
 class WriteSQL:
     """The reads and the layout's updates of a write, written out as SQL.
 
@@ -724,7 +731,13 @@ class WriteSQL:
 
     @classmethod
     def entity_and_slot(
-        cls, scope: MemoryScope, key: str, attribute: str, statuses: Sequence[str]
+        cls,
+        scope: MemoryScope,
+        key: str,
+        attribute: str,
+        statuses: Sequence[str],
+        *,
+        locking: bool = False,
     ) -> tuple[list[Entity], datetime | None, dict[str, list[SlotState]]]:
         """The entities of this key the scope sees (``MemoryItems._entities_named``), the
         agent's last recorded time, and each entity's states of ``statuses`` in the slot of
@@ -732,8 +745,19 @@ class WriteSQL:
         its own when no entity matches).
 
         The states are not locked row by row: every change of a slot's layout (a write, a
-        review, forgetting) holds the agent's lock, which the caller holds."""
+        review, forgetting) holds the agent's lock. ``locking`` takes it first: on
+        PostgreSQL with parameters bound by the driver (Django's default), as a statement
+        of its own sent with the read (each statement of a query string takes its own
+        snapshot, so the read sees what the writer it waited for committed); otherwise
+        as a statement before it."""
         connection = cls._connection()
+        lock_first = locking and connection.vendor == "postgresql"
+        in_one_trip = lock_first and not connection.settings_dict.get("OPTIONS", {}).get(
+            "server_side_binding"
+        )
+        if lock_first and not in_one_trip:
+            with connection.cursor() as cursor:
+                cursor.execute(AGENT_LOCK, [agent_lock_key(scope.agent_id)])
         in_scope, scope_params = cls._scope_conditions(scope, "i.")
         marks = ", ".join(["%s"] * len(statuses))
         joined = " AND ".join(
@@ -747,14 +771,18 @@ class WriteSQL:
         state_columns = ", ".join(f'i."{name}"' for name in cls.STATE_COLUMNS)
         params: list[Any] = [scope.agent_id, attribute, *scope_params, *statuses]
         params += [scope.agent_id, key] + ([scope.user_id] if scope.user_id is not None else [])
+        read = (
+            f"SELECT ({cls.LAST_RECORDED}), {entity_columns}, {state_columns}"
+            f' FROM "{cls.ENTITIES}" e LEFT JOIN "{cls.ITEMS}" i ON {joined}'
+            f' WHERE e."agent_id" = %s AND e."key" = %s AND ({users})'
+            ' ORDER BY e."id", i."valid_from", i."recorded_at", i."id"'
+        )
         with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT ({cls.LAST_RECORDED}), {entity_columns}, {state_columns}"
-                f' FROM "{cls.ENTITIES}" e LEFT JOIN "{cls.ITEMS}" i ON {joined}'
-                f' WHERE e."agent_id" = %s AND e."key" = %s AND ({users})'
-                ' ORDER BY e."id", i."valid_from", i."recorded_at", i."id"',
-                params,
-            )
+            if in_one_trip:
+                cursor.execute(f"{AGENT_LOCK}; {read}", [agent_lock_key(scope.agent_id), *params])
+                cursor.nextset()
+            else:
+                cursor.execute(read, params)
             rows = cursor.fetchall()
         if not rows:
             return [], cls.last_recorded(scope.agent_id), {}

@@ -490,3 +490,21 @@ def test_the_activation_confidence_comes_from_settings(said: Entry, settings) ->
     settings.COGITATOR_MEMORY = {"ITEMS": {"ACTIVATION_CONFIDENCE": 0.95}}
     written = MemoryItems().write(ANA, home("Lisbon", confidence=0.9, evidence=quoted(said)))
     assert written.item.status == ItemStatus.SUGGESTED
+
+
+def test_a_write_takes_the_agents_lock_before_it_reads_the_slot(items: MemoryItems) -> None:
+    items.write(ANA, home("Lisbon", "system"))
+    with CaptureQueriesContext(connection) as queries:
+        items.write(ANA, home("Porto", "system"))
+    statements = [query["sql"] for query in queries.captured_queries]
+    reads = [sql for sql in statements if "pg_advisory_xact_lock" in sql or " LEFT JOIN " in sql]
+    if connection.vendor == "postgresql":
+        # the lock, then the read, sent together: one round trip, two snapshots
+        assert len(reads) == 1, statements
+        lock_at = reads[0].index("pg_advisory_xact_lock")
+        assert lock_at < reads[0].index(" LEFT JOIN ")
+        assert reads[0][:lock_at].count(";") == 0 and ";" in reads[0][lock_at:]
+    else:
+        # SQLite's IMMEDIATE transaction is the lock
+        assert not any("pg_advisory_xact_lock" in sql for sql in statements)
+        assert len(reads) == 1
