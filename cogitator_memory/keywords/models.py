@@ -70,7 +70,9 @@ class KeywordCorpus(models.Model):
 
 
 class KeywordTerm(models.Model):
-    """How many documents of a corpus hold a term."""
+    """How many documents of a corpus hold a term; kept for the corpora of embeddings
+    only (``postings.COUNTED_KINDS``): a thread's entries are counted from their
+    postings."""
 
     corpus = models.ForeignKey(
         KeywordCorpus,

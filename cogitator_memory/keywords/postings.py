@@ -6,7 +6,8 @@ each distinct token it gets a posting (document, term, count, document length), 
 posting of the empty term carrying its length. Its corpus (``KeywordCorpus``: the
 documents of one kind sharing thread, agent, user, source type and index) counts its
 documents and tokens, and ``KeywordTerm`` counts per corpus the documents holding each
-term. Removing a document subtracts what adding it added.
+term (for embeddings: ``COUNTED_KINDS``; a thread's entries, one corpus, are counted from
+their postings when searched). Removing a document subtracts what adding it added.
 
 The statistics stay exact under concurrent writers: every change is a relative
 increment (``documents = documents + n``) written by an upsert in the same transaction
@@ -50,6 +51,7 @@ from cogitator_memory.keywords.models import (
 from cogitator_memory.search.tokenizer import tokenize
 
 __all__ = [
+    "COUNTED_KINDS",
     "EMPTY_TERM",
     "IndexedDocument",
     "KeywordIndex",
@@ -60,6 +62,11 @@ __all__ = [
 
 # The term of the posting every document has, whatever it holds.
 EMPTY_TERM = ""
+# The kinds whose documents per term are counted in ``KeywordTerm``: a search of
+# embeddings may sum them over thousands of corpora (an agent's every thread). A thread's
+# entries are one corpus, whose documents per term a search counts from the postings (or
+# the cache holds), so add_entry writes no counters.
+COUNTED_KINDS = frozenset({"embedding"})
 # Documents per round of statements; a round's upserts stay well under SQLite's
 # parameter limit.
 WRITE_CHUNK = 500
@@ -127,6 +134,9 @@ class KeywordIndex:
         self.corpus_model = corpus_model
         self.term_model = term_model
         self.posting_model = posting_model
+        # False for the models of migration 0020, before corpora had a version: the
+        # backfill there writes the columns of its day.
+        self.versioned = any(field.name == "version" for field in corpus_model._meta.fields)
 
     @property
     def connection(self) -> Any:
@@ -153,22 +163,30 @@ class KeywordIndex:
         ids: dict[tuple[Any, ...], int] = {}
         with self.connection.cursor() as cursor:
             removals = 1 if moved else 0
+            stamps = self.versioned
+            width = 11 if stamps else 9
             for chunk in _chunks(keyed, UPSERT_CHUNK):
-                values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(chunk))
+                values = ", ".join([f"({', '.join(['%s'] * width)})"] * len(chunk))
                 params: list[Any] = []
                 for key, columns, (documents, tokens) in chunk:
-                    params.extend([key, kind, *columns, documents, tokens, new_version(), removals])
+                    params.extend([key, kind, *columns, documents, tokens])
+                    if stamps:
+                        params.extend([new_version(), removals])
+                stamp_columns = ", version, removals" if stamps else ""
+                stamp_updates = (
+                    f", version = excluded.version, removals = {table}.removals + excluded.removals"
+                    if stamps
+                    else ""
+                )
                 # RETURNING gives the id of a row inserted or updated alike (SQLite 3.35+).
                 cursor.execute(
                     f"INSERT INTO {table} (key, kind, thread_id, agent_id, user_id, "
-                    f"source_type, index_name, documents, total_length, version, removals) "
+                    f"source_type, index_name, documents, total_length{stamp_columns}) "
                     f"VALUES {values} "
                     f"ON CONFLICT (key) DO UPDATE SET "
                     f"documents = {table}.documents + excluded.documents, "
-                    f"total_length = {table}.total_length + excluded.total_length, "
-                    f"version = excluded.version, "
-                    f"removals = {table}.removals + excluded.removals "
-                    f"RETURNING id, key",
+                    f"total_length = {table}.total_length + excluded.total_length"
+                    f"{stamp_updates} RETURNING id, key",
                     params,
                 )
                 for corpus_id, key in cursor.fetchall():
@@ -204,7 +222,7 @@ class KeywordIndex:
             columns = document.corpus_columns()
             seen, tokens = corpus_deltas.get(columns, (0, 0))
             corpus_deltas[columns] = (seen + 1, tokens + length)
-        if self.connection.vendor == "postgresql":
+        if self.connection.vendor == "postgresql" and self.versioned:
             self._add_in_one_statement(kind, counted, corpus_deltas)
             return
         corpus_ids = self._bump_corpora(kind, corpus_deltas)
@@ -218,7 +236,8 @@ class KeywordIndex:
                 postings.append(
                     (corpus_id, document.document_id, term, count, length, document.seq)
                 )
-        self._bump_terms(term_deltas)
+        if kind in COUNTED_KINDS:
+            self._bump_terms(term_deltas)
         self._insert_postings(postings)
 
     def _add_in_one_statement(
@@ -252,6 +271,9 @@ class KeywordIndex:
         term_columns = list(zip(*[(*pair, n) for pair, n in term_deltas.items()], strict=True))
         posting_columns = list(zip(*postings, strict=True))
         terms_query = ""
+        if kind not in COUNTED_KINDS:
+            term_deltas.clear()
+            term_columns = []
         if term_deltas:
             terms_query = (
                 f", added_terms AS (INSERT INTO {term_table} (corpus_id, term, documents) "
@@ -337,7 +359,8 @@ class KeywordIndex:
                 documents, tokens = corpus_deltas.get(corpus_id, (0, 0))
                 corpus_deltas[corpus_id] = (documents - 1, tokens - length)
             else:
-                term_deltas[(corpus_id, term)] -= 1
+                if kind in COUNTED_KINDS:
+                    term_deltas[(corpus_id, term)] -= 1
         corpora = self.corpus_model.objects.filter(pk__in=list(corpus_deltas))
         # The same lock order as adding: corpora by key, then terms.
         table = self._table(self.corpus_model)

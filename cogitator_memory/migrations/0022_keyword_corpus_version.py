@@ -4,31 +4,80 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 
-class Migration(migrations.Migration):
+def drop_entry_term_counts(apps, schema_editor):
+    """A thread's entries are no longer counted per term (their postings are)."""
+    corpus = apps.get_model("cogitator_memory", "KeywordCorpus")
+    term = apps.get_model("cogitator_memory", "KeywordTerm")
+    term.objects.filter(corpus_id__in=corpus.objects.filter(kind="entry").values("id")).delete()
 
+
+def count_entry_terms(apps, schema_editor):
+    """Back to counting entries per term, from their postings."""
+    corpus = apps.get_model("cogitator_memory", "KeywordCorpus")
+    term = apps.get_model("cogitator_memory", "KeywordTerm")
+    posting = apps.get_model("cogitator_memory", "KeywordPosting")
+    counts = (
+        posting.objects.filter(corpus__kind="entry")
+        .exclude(term="")
+        .values("corpus_id", "term")
+        .annotate(held=models.Count("id"))
+    )
+    term.objects.bulk_create(
+        [
+            term(corpus_id=row["corpus_id"], term=row["term"], documents=row["held"])
+            for row in counts
+        ],
+        batch_size=1000,
+    )
+
+
+class Migration(migrations.Migration):
     dependencies = [
-        ('cogitator_memory', '0021_add_thread_fork_seq'),
+        ("cogitator_memory", "0021_add_thread_fork_seq"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='keywordcorpus',
-            name='removals',
-            field=models.BigIntegerField(default=0, help_text='Writes that took documents out of it (or moved some in).', verbose_name='removals'),
+            model_name="keywordcorpus",
+            name="removals",
+            field=models.BigIntegerField(
+                default=0,
+                help_text="Writes that took documents out of it (or moved some in).",
+                verbose_name="removals",
+            ),
         ),
         migrations.AddField(
-            model_name='keywordcorpus',
-            name='version',
-            field=models.BigIntegerField(default=0, help_text='A random number drawn anew by every write of its documents: a cached copy of its postings is current while it holds the same one.', verbose_name='version'),
+            model_name="keywordcorpus",
+            name="version",
+            field=models.BigIntegerField(
+                default=0,
+                help_text="A random number drawn anew by every write of its documents: a cached copy of its postings is current while it holds the same one.",
+                verbose_name="version",
+            ),
         ),
         migrations.AlterField(
-            model_name='keywordposting',
-            name='corpus',
-            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='cogitator_memory.keywordcorpus', verbose_name='corpus'),
+            model_name="keywordposting",
+            name="corpus",
+            field=models.ForeignKey(
+                db_constraint=False,
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="+",
+                to="cogitator_memory.keywordcorpus",
+                verbose_name="corpus",
+            ),
         ),
         migrations.AlterField(
-            model_name='keywordterm',
-            name='corpus',
-            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='terms', to='cogitator_memory.keywordcorpus', verbose_name='corpus'),
+            model_name="keywordterm",
+            name="corpus",
+            field=models.ForeignKey(
+                db_constraint=False,
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="terms",
+                to="cogitator_memory.keywordcorpus",
+                verbose_name="corpus",
+            ),
         ),
+        migrations.RunPython(drop_entry_term_counts, count_entry_terms),
     ]

@@ -18,7 +18,7 @@ from django.db import connections, router
 
 from cogitator_memory.exceptions import InvalidInput
 from cogitator_memory.keywords.models import DocumentKind, KeywordCorpus
-from cogitator_memory.keywords.postings import corpus_key
+from cogitator_memory.keywords.postings import COUNTED_KINDS, corpus_key
 from cogitator_memory.limits import check_limit
 from cogitator_memory.search.keyword_index import (
     Corpora,
@@ -46,7 +46,7 @@ def _thread_corpus(thread_id: str) -> Corpora:
             f"SELECT id, documents, total_length, version, removals FROM {table} WHERE key = %s",
             [key],
         )
-        return Corpora.of(cursor.fetchall())
+        return Corpora.of(cursor.fetchall(), counted=DocumentKind.ENTRY in COUNTED_KINDS)
 
 
 def _terms(query: str) -> list[str]:

@@ -101,9 +101,12 @@ class Corpora:
     documents: int
     tokens: int
     rows: tuple[CorpusRow, ...] = ()
+    # Whether ``KeywordTerm`` counts their documents per term (``COUNTED_KINDS``); if not,
+    # they are counted from the postings.
+    counted: bool = True
 
     @classmethod
-    def of(cls, rows: Iterable[tuple[int, int, int, int, int]]) -> Corpora:
+    def of(cls, rows: Iterable[tuple[int, int, int, int, int]], *, counted: bool = True) -> Corpora:
         """From (id, documents, total_length, version, removals) rows."""
         listed = [CorpusRow(*row) for row in rows]
         return cls(
@@ -111,6 +114,7 @@ class Corpora:
             sum(row.documents for row in listed),
             sum(row.total_length for row in listed),
             tuple(listed),
+            counted,
         )
 
 
@@ -140,9 +144,18 @@ def _fetch(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
 
 def index_statistics(corpora: Corpora, terms: Sequence[str]) -> IndexStatistics:
     """The statistics of every document of these corpora, for these terms: one query on
-    ``KeywordTerm``."""
+    ``KeywordTerm`` (or on the postings, for corpora it does not count)."""
     frequencies: dict[str, int] = {}
-    if corpora.ids and terms:
+    if corpora.ids and terms and not corpora.counted:
+        # One posting per document and term: the term index's entries, counted.
+        rows = _fetch(
+            f"SELECT term, COUNT(*) FROM {_table(KeywordPosting)} "
+            f"WHERE corpus_id IN ({_placeholders(corpora.ids)}) "
+            f"AND term IN ({_placeholders(terms)}) GROUP BY term",
+            [*corpora.ids, *terms],
+        )
+        frequencies = {term: int(held) for term, held in rows if held}
+    elif corpora.ids and terms:
         rows = _fetch(
             f"SELECT term, SUM(documents) FROM {_table(KeywordTerm)} "
             f"WHERE corpus_id IN ({_placeholders(corpora.ids)}) "

@@ -20,7 +20,7 @@ from cogitator_memory.keywords.models import (
     KeywordPosting,
     KeywordTerm,
 )
-from cogitator_memory.keywords.postings import KeywordIndex, document_terms
+from cogitator_memory.keywords.postings import COUNTED_KINDS, KeywordIndex, document_terms
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Entry
 
@@ -62,8 +62,9 @@ def recount() -> dict[str, Any]:
         length, counts = document_terms(text)
         corpora[(kind, *columns)][0] += 1
         corpora[(kind, *columns)][1] += length
-        for term in counts:
-            terms[(kind, *columns, term)] += 1
+        if kind in COUNTED_KINDS:
+            for term in counts:
+                terms[(kind, *columns, term)] += 1
         postings[(kind, document_id)] = (length, dict(counts))
     return {
         "corpora": {key: tuple(value) for key, value in corpora.items()},
