@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connections, router, transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, prefetch_related_objects
 from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
@@ -941,8 +941,11 @@ def save_layout(changed: Iterable[SlotState | MemoryItem]) -> None:
 
 
 def _newest_first(items: ItemQuerySet, scope: MemoryScope) -> list[MemoryItem]:
-    """``items`` with their subjects, the newest first (by start, then record, then id)."""
-    items = items.select_related("subject").order_by("-valid_from", "-recorded_at", "-id")
+    """``items`` with their subjects, the newest first (by start, then record, then id).
+
+    The subjects are read apart, once each: a user's items are mostly about a few
+    subjects (the user first), so a join would build the same entity once per item."""
+    items = items.order_by("-valid_from", "-recorded_at", "-id")
     if scope.user_id is not None and connections[items.db].vendor == "sqlite":
         # SQLite serves "the user's or no user's" with no plan but reading every item of
         # the agent; the user's and the shared ones, asked apart, are each one range of
@@ -950,5 +953,7 @@ def _newest_first(items: ItemQuerySet, scope: MemoryScope) -> list[MemoryItem]:
         # does, so the merged list is in the order one query would give.
         found = [*items.filter(user_id=scope.user_id), *items.filter(user_id__isnull=True)]
         found.sort(key=lambda item: (item.valid_from, item.recorded_at, item.pk), reverse=True)
-        return found
-    return list(items)
+    else:
+        found = list(items)
+    prefetch_related_objects(found, "subject")
+    return found
