@@ -31,7 +31,7 @@ from __future__ import annotations
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,8 +46,8 @@ __all__ = ["CorpusRow", "CorpusView", "cache_capacity", "clear_cache", "corpus_v
 # The most corpora a search reads from the cache; a search over more (an agent's every
 # thread) reads the database.
 MAX_CORPORA = 256
-# Rows per fetch while loading postings.
-LOAD_CHUNK = 20_000
+# Rows per fetch while loading postings (each batch is grouped by term at once).
+LOAD_CHUNK = 200_000
 # Share of a copy's documents removed since it was loaded past which it is loaded anew
 # (their postings are only skipped until then).
 RELOAD_DEAD_SHARE = 0.25
@@ -92,7 +92,8 @@ class _Corpus:
         self.seqs = array("d")
         self.empty_ids = array("q")
         self.alive = bytearray()
-        self.terms: dict[str, tuple[array[int], array[int]]] = {}
+        # term -> chunks of (slots, counts), one per batch of postings read
+        self.terms: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
         self.max_id = 0
         self.postings = 0
         self.documents = 0
@@ -102,35 +103,78 @@ class _Corpus:
         self._term_arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._doc_arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
-    def add_rows(self, rows: Iterable[tuple[int, str, str, int, int, int | None]]) -> None:
-        """Add (posting id, document, term, count, length, seq) postings."""
-        slots, terms, changed = self.slots, self.terms, self._term_arrays
-        for posting_id, document_id, term, count, length, seq in rows:
+    def add_rows(self, rows: Sequence[tuple[int, str, str, int, int, int | None]]) -> None:
+        """Add (posting id, document, term, count, length, seq) postings, in bulk: the
+        rows are grouped by term with numpy, one chunk per term."""
+        if not rows:
+            return
+        # Column by column (zip(*rows) is slow for hundreds of thousands of rows).
+        posting_ids = [row[0] for row in rows]
+        document_ids = [row[1] for row in rows]
+        terms = [row[2] for row in rows]
+        counts = [row[3] for row in rows]
+        lengths = [row[4] for row in rows]
+        seqs = [row[5] for row in rows]
+        self.max_id = max(self.max_id, max(posting_ids))
+        self.postings += len(rows)
+        slots, alive, empty_ids = self.slots, self.alive, self.empty_ids
+        at: dict[str, int] = dict.fromkeys(document_ids, 0)
+        for document_id in at:
             slot = slots.get(document_id)
-            if slot is None or (not self.alive[slot] and self.empty_ids[slot]):
+            if slot is None or (not alive[slot] and empty_ids[slot]):
                 # A new document (or one added again after it went).
                 slot = slots[document_id] = len(self.ids)
                 self.ids.append(document_id)
-                self.lengths.append(length)
-                self.seqs.append(float("nan") if seq is None else float(seq))
-                self.empty_ids.append(0)
-                self.alive.append(0)
-            if posting_id > self.max_id:
-                self.max_id = posting_id
-            self.postings += 1
-            if term == EMPTY_TERM:
-                self.empty_ids[slot] = posting_id
-                self.alive[slot] = 1
+                self.lengths.append(0)
+                self.seqs.append(float("nan"))
+                empty_ids.append(0)
+                alive.append(0)
+            at[document_id] = slot
+        row_slots = np.array([at[document_id] for document_id in document_ids], dtype=np.int32)
+        is_empty = np.array([term == EMPTY_TERM for term in terms], dtype=bool)
+        for n in np.flatnonzero(is_empty).tolist():
+            slot = int(row_slots[n])
+            empty_ids[slot] = posting_ids[n]
+            self.lengths[slot] = lengths[n]
+            seq = seqs[n]
+            self.seqs[slot] = float("nan") if seq is None else float(seq)
+            if not alive[slot]:
+                alive[slot] = 1
                 self.documents += 1
-                self.tokens += length
-                continue
-            held = terms.get(term)
-            if held is None:
-                held = terms[term] = (array("i"), array("i"))
-            held[0].append(slot)
-            held[1].append(count)
-            changed.pop(term, None)
+                self.tokens += lengths[n]
+        rest = np.flatnonzero(~is_empty)
+        if len(rest):
+            numbers: dict[str, int] = {}
+            term_numbers = np.array(
+                [numbers.setdefault(terms[n], len(numbers)) for n in rest.tolist()],
+                dtype=np.int64,
+            )
+            order = np.argsort(term_numbers, kind="stable")
+            grouped = term_numbers[order]
+            rows_at = rest[order]
+            slot_column = row_slots[rows_at]
+            count_column = np.array(counts, dtype=np.int32)[rows_at]
+            starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
+            stops = np.r_[starts[1:], len(grouped)]
+            names = list(numbers)
+            for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
+                term = names[int(grouped[start])]
+                self.terms.setdefault(term, []).append(
+                    (slot_column[start:stop], count_column[start:stop])
+                )
+                self._term_arrays.pop(term, None)
         self._doc_arrays = None
+
+    def consolidate(self) -> None:
+        """One chunk per term."""
+        for chunks in self.terms.values():
+            if len(chunks) > 1:
+                chunks[:] = [
+                    (
+                        np.concatenate([chunk[0] for chunk in chunks]),
+                        np.concatenate([chunk[1] for chunk in chunks]),
+                    )
+                ]
 
     def prune(self, empty_ids: set[int]) -> None:
         """Drop the documents whose empty-term posting is not among ``empty_ids``."""
@@ -155,11 +199,18 @@ class _Corpus:
         for term in terms:
             arrays = self._term_arrays.get(term)
             if arrays is None:
-                postings = self.terms.get(term)
-                if postings is None:
+                chunks = self.terms.get(term)
+                if chunks is None:
                     continue
-                slots = np.array(postings[0], dtype=np.int64)
-                counts = np.array(postings[1], dtype=np.float64)
+                if len(chunks) > 1:
+                    chunks[:] = [
+                        (
+                            np.concatenate([chunk[0] for chunk in chunks]),
+                            np.concatenate([chunk[1] for chunk in chunks]),
+                        )
+                    ]
+                slots = chunks[0][0].astype(np.int64)
+                counts = chunks[0][1].astype(np.float64)
                 if self.dead:
                     live = alive[slots]
                     slots, counts = slots[live], counts[live]
@@ -211,6 +262,7 @@ def _load(cursor: object, table: str, row: CorpusRow) -> _Corpus:
     cursor.execute(_posting_columns(table) + "WHERE corpus_id = %s", [row.id])  # type: ignore[attr-defined]
     while rows := cursor.fetchmany(LOAD_CHUNK):  # type: ignore[attr-defined]
         corpus.add_rows(rows)
+    corpus.consolidate()
     return corpus
 
 
