@@ -14,7 +14,8 @@ corpus, written in the transaction that writes the row) gives candidates and sta
 3. ``search/keyword_index.py`` ranks: each word's postings strongest first, until no
    row left out could score above the ``limit``-th hit (the ceilings of what is not
    read); bm25s's arithmetic (Lucene's BM25, k1 1.5, b 0.75); ties go to the smaller id.
-   Only when the candidate budget (postings read) runs out first can a hit be missed.
+   Only when the candidate budget (postings read) runs out first can a hit be missed;
+   corpora the process holds in memory (``keywords/cache.py``) are ranked exactly.
 4. The best rows are checked against their sources (``scoping.current_q``: a message's
    entry still there and not redacted, its thread still open to the caller).
 

@@ -21,6 +21,11 @@ come from postings, never from scanning text.
 4. ``budget`` caps the postings read before the lookups: a query of common words only
    may stop there, the one case where a hit can be missed.
 
+When the process holds the corpora's postings in memory (``keywords/cache.py``, checked
+against the corpus rows read in step 1), steps 2 to 4 are replaced by scoring every
+document holding a query term from memory, with the same arithmetic: exact, whatever the
+budget, and one query in all.
+
 Scores are computed as bm25s computes them (Lucene's idf, k1 1.5, b 0.75, float32 sums
 in query order), so a ranking equals bm25s's over the same documents. Every statement
 is portable SQL: SQLite and PostgreSQL give the same hits and scores.
