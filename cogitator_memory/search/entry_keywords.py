@@ -4,8 +4,11 @@ The keyword index keeps every message and tool result of a thread that is not re
 (``keywords/entries.py``: written with the entry, removed in the transaction that
 deletes or redacts it), one corpus per thread. Statistics are those of all of them;
 ``before_seq`` and ``exclude_ids`` only narrow which entries may be hits. Ranking is
-``search/keyword_index.py``'s: bm25s's arithmetic, exact unless the candidate budget
-(postings read) runs out before no entry left out could be a hit.
+``search/keyword_index.py``'s: bm25s's arithmetic, exact from the process's postings
+cache (``keywords/cache.py``: one query when the thread is cached and unchanged), and from
+the tables exact unless the candidate budget (postings read) runs out before no entry
+left out could be a hit. A thread's entries are not counted per term in ``KeywordTerm``:
+the cache holds those counts, and the tables count them from the term index.
 
 A query of stopwords only finds nothing here: the index keeps no stopwords.
 """
