@@ -150,7 +150,7 @@ DEFAULTS: dict[str, Any] = {
     "KEYWORDS": {
         # Postings a process keeps in memory at most (least recently searched corpora go
         # first), so a search of a corpus read before costs one query; 0 turns it off.
-        # About 10 bytes a posting; an entry of a sentence has a dozen.
+        # About 25 bytes a posting (50 MB at the default); an entry of a sentence has a dozen.
         "CACHE_POSTINGS": 2_000_000,
     },
     # Recall (search/retriever.py).
