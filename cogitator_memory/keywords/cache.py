@@ -22,8 +22,8 @@ What the cache may and may not do:
   which corpora a search admits is still decided by the database (and every hit is still
   checked against its source by the callers, as before).
 - ``COGITATOR_MEMORY["KEYWORDS"]["CACHE_POSTINGS"]`` bounds the postings held (least
-  recently searched corpora go first); a search whose corpora would not fit reads the
-  database. 0 turns the cache off.
+  recently searched corpora go first); a search whose corpora would take more than half
+  of it reads the database. 0 turns the cache off.
 """
 
 from __future__ import annotations
@@ -294,8 +294,10 @@ def corpus_views(rows: Sequence[CorpusRow], terms: Sequence[str]) -> list[Corpus
     capacity = cache_capacity()
     if not rows or capacity <= 0 or len(rows) > MAX_CORPORA:
         return None
-    # At most a posting per token and one per document.
-    if sum(row.documents + row.total_length for row in rows) > capacity:
+    # At most a posting per token and one per document. A search whose corpora would
+    # take more than half the cache reads the tables: two such searches taking turns
+    # would otherwise evict each other's corpora and load them anew every time.
+    if 2 * sum(row.documents + row.total_length for row in rows) > capacity:
         return None
     alias = router.db_for_read(KeywordPosting)
     connection = connections[alias]

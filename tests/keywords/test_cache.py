@@ -240,3 +240,17 @@ def test_keyword_search_from_the_cache_follows_a_new_owner_and_a_deleted_row():
     # and a row deleted is not found from the cache
     store.delete_by_sources(["a"])
     assert "a" not in [hit.embedding.source_id for hit in keyword_search("hiking", filter=of_u2)]
+
+
+def test_a_corpus_over_half_the_cache_is_read_from_the_tables_and_ranks_the_same():
+    # given a thread, and the postings of its corpus
+    documents = fill("dog", TURNS)
+    search_thread_entries("dog", "biscuit", limit=10)
+    one = cache._cache.postings
+    cache.clear_cache()
+    # when the cache is smaller than twice that corpus
+    with override_settings(COGITATOR_MEMORY={"KEYWORDS": {"CACHE_POSTINGS": one + 1}}):
+        hits = search_thread_entries("dog", "biscuit snow", limit=10)
+    # then nothing is cached, and the ranking is bm25s's all the same
+    assert cached_corpora() == 0
+    assert_ranked_as(hits, bm25s_ranking("biscuit snow", documents))
