@@ -315,6 +315,12 @@ def main() -> None:
         default="5000",
         help="candidate budgets to measure with the cache off (comma-separated)",
     )
+    parser.add_argument(
+        "--cache-postings",
+        type=int,
+        default=None,
+        help="KEYWORDS['CACHE_POSTINGS'] for the run (default: the shipped setting)",
+    )
     parser.add_argument("--data", type=Path, default=DATA)
     args = parser.parse_args()
     turns, questions = load_turns(args.data)
@@ -322,6 +328,12 @@ def main() -> None:
     opener = database_opener(args.db, prefix="keyword", pg_name="bench_keyword")
     with opener() as url:
         setup_django(url)
+        if args.cache_postings is not None:
+            from django.test.utils import override_settings
+
+            override_settings(
+                COGITATOR_MEMORY={"KEYWORDS": {"CACHE_POSTINGS": args.cache_postings}}
+            ).enable()
         result: dict[str, Any] = {"db": args.db, "sizes": [], "load_before": os.getloadavg()[0]}
         if args.writes:
             result["writes"] = measure_writes(args.db, args.writes)
