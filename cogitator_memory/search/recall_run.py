@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from cogitator_memory.search.deep_ranks import DEEP_START, DeepRanks
 from cogitator_memory.search.item_channels import ItemChannels
 from cogitator_memory.search.rerank import maximal_marginal_relevance
 from cogitator_memory.search.rescoring import MMR_BALANCE, MMR_DEPTH, Rescoring
@@ -18,7 +17,7 @@ from cogitator_memory.search.turn_channels import TurnChannels
 __all__ = ["RecallRun"]
 
 
-class RecallRun(TurnChannels, ItemChannels, DeepRanks, Rescoring):
+class RecallRun(TurnChannels, ItemChannels, Rescoring):
     """One ``retrieve``: the channels, fusion, rescoring and the hits."""
 
     def search(
@@ -54,12 +53,6 @@ class RecallRun(TurnChannels, ItemChannels, DeepRanks, Rescoring):
             + ordered[MMR_DEPTH:]
         )
         final = self._rerank_with_model(diverse)[:limit]
-        scores = dict(rescored)
-        if limit > DEEP_START:
-            placed = final[:DEEP_START]
-            deep = self.deep_ranks(placed)[: limit - len(placed)]
-            final = placed + [key for key, _ in deep]
-            scores.update(deep)
         self._places = {
             channel: {
                 key: ChannelScore(rank=rank, score=float(score))
@@ -69,7 +62,7 @@ class RecallRun(TurnChannels, ItemChannels, DeepRanks, Rescoring):
         }
         return Retrieval(
             analysis=self.analysis,
-            hits=[self._hit(key, scores[key]) for key in final],
+            hits=[self._hit(key, rescored[key]) for key in final],
             errors=self.errors,
         )
 
