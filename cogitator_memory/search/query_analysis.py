@@ -445,7 +445,10 @@ def _is_time_word(words: list[str], index: int) -> bool:
 
 def find_time(text: str, anchor: datetime, time_zone: str) -> ResolvedTime | None:
     """The most precise time a span of ``text`` names, read from ``anchor`` in
-    ``time_zone`` (a longer span on a tie); None when no span names one.
+    ``time_zone`` (a longer span on a tie); None when no span names one. The spans are
+    read as English first (the time words that pick them are English), and in any
+    language when English reads no time in any of them or the text has letters past
+    ASCII.
 
     Raises ``InvalidInput`` for an anchor without a zone or an unknown zone.
     """
@@ -455,24 +458,30 @@ def find_time(text: str, anchor: datetime, time_zone: str) -> ResolvedTime | Non
         # Checks the arguments even when nothing is read.
         resolve_time("", anchor, time_zone)
         return None
-    best: tuple[int, int, ResolvedTime] | None = None
-    tried: set[tuple[int, int]] = set()
+    spans: list[tuple[int, int]] = []
     for at in anchors:
         first_start = max(0, at - MAX_TIME_WORDS + 1)
         for start in range(first_start, at + 1):
             for end in range(at + 1, min(len(words), start + MAX_TIME_WORDS) + 1):
-                if (start, end) in tried:
-                    continue
-                tried.add((start, end))
                 if words[start] in _EDGE_STOPWORDS or words[end - 1] in _EDGE_STOPWORDS:
                     continue
-                resolved = resolve_time(" ".join(words[start:end]), anchor, time_zone)
-                if resolved is None:
-                    continue
-                rank = (_PRECISION_ORDER[TimePrecision(resolved.precision)], -(end - start))
-                if best is None or rank < best[:2]:
-                    best = (*rank, resolved)
-    return best[2] if best else None
+                spans.append((start, end))
+    spans = list(dict.fromkeys(spans))
+    # Text with letters past ASCII is read in every language at once.
+    for english_only in (True, False) if text.isascii() else (False,):
+        best: tuple[int, int, ResolvedTime] | None = None
+        for start, end in spans:
+            resolved = resolve_time(
+                " ".join(words[start:end]), anchor, time_zone, english_only=english_only
+            )
+            if resolved is None:
+                continue
+            rank = (_PRECISION_ORDER[TimePrecision(resolved.precision)], -(end - start))
+            if best is None or rank < best[:2]:
+                best = (*rank, resolved)
+        if best is not None:
+            return best[2]
+    return None
 
 
 def analyze_query(input: str, anchor: datetime, time_zone: str = "UTC") -> QueryAnalysis:

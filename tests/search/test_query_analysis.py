@@ -9,7 +9,7 @@ import pytest
 
 from cogitator_memory.exceptions import InvalidInput
 from cogitator_memory.items.intervals import TimePrecision
-from cogitator_memory.search.query_analysis import CHANNEL_WEIGHTS, analyze_query
+from cogitator_memory.search.query_analysis import CHANNEL_WEIGHTS, analyze_query, find_time
 
 # Wednesday 21 October 2026, 15:00 UTC.
 ANCHOR = datetime(2026, 10, 21, 15, 0, tzinfo=UTC)
@@ -188,3 +188,14 @@ def test_bad_zone_and_naive_anchor_are_refused() -> None:
         analyze_query("hi", ANCHOR, "Mars/Olympus")
     with pytest.raises(InvalidInput, match="session_at"):
         analyze_query("When did we meet?", datetime(2026, 1, 1))
+
+
+def test_a_time_is_read_in_english_first_and_in_other_languages_when_english_reads_none() -> None:
+    anchor = datetime(2026, 3, 4, 12, 0, tzinfo=UTC)
+    # English words: English alone reads them
+    found = find_time("what did we book last week?", anchor, "UTC")
+    assert found is not None and found.precision == "week"
+    # a month in Portuguese with its year: read whole, not as the bare year
+    found = find_time("o que reservamos em março de 2025?", anchor, "Europe/Lisbon")
+    assert found is not None and found.precision == "month"
+    assert found.start == datetime(2025, 3, 1, tzinfo=UTC)
