@@ -446,9 +446,8 @@ def _is_time_word(words: list[str], index: int) -> bool:
 def find_time(text: str, anchor: datetime, time_zone: str) -> ResolvedTime | None:
     """The most precise time a span of ``text`` names, read from ``anchor`` in
     ``time_zone`` (a longer span on a tie); None when no span names one. The spans are
-    read as English first (the time words that pick them are English), and in any
-    language when English reads no time in any of them or the text has letters past
-    ASCII.
+    read as English when the text is ASCII (the time words that pick them are English),
+    else in any language.
 
     Raises ``InvalidInput`` for an anchor without a zone or an unknown zone.
     """
@@ -467,21 +466,21 @@ def find_time(text: str, anchor: datetime, time_zone: str) -> ResolvedTime | Non
                     continue
                 spans.append((start, end))
     spans = list(dict.fromkeys(spans))
-    # Text with letters past ASCII is read in every language at once.
-    for english_only in (True, False) if text.isascii() else (False,):
-        best: tuple[int, int, ResolvedTime] | None = None
-        for start, end in spans:
-            resolved = resolve_time(
-                " ".join(words[start:end]), anchor, time_zone, english_only=english_only
-            )
-            if resolved is None:
-                continue
-            rank = (_PRECISION_ORDER[TimePrecision(resolved.precision)], -(end - start))
-            if best is None or rank < best[:2]:
-                best = (*rank, resolved)
-        if best is not None:
-            return best[2]
-    return None
+    # The anchors are English words, years and dates: ASCII text is read as English
+    # (other languages read into its English words only make up times); text with
+    # letters past ASCII in every language.
+    english_only = text.isascii()
+    best: tuple[int, int, ResolvedTime] | None = None
+    for start, end in spans:
+        resolved = resolve_time(
+            " ".join(words[start:end]), anchor, time_zone, english_only=english_only
+        )
+        if resolved is None:
+            continue
+        rank = (_PRECISION_ORDER[TimePrecision(resolved.precision)], -(end - start))
+        if best is None or rank < best[:2]:
+            best = (*rank, resolved)
+    return best[2] if best else None
 
 
 def analyze_query(input: str, anchor: datetime, time_zone: str = "UTC") -> QueryAnalysis:

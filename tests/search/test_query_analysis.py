@@ -190,11 +190,12 @@ def test_bad_zone_and_naive_anchor_are_refused() -> None:
         analyze_query("When did we meet?", datetime(2026, 1, 1))
 
 
-def test_a_time_is_read_in_english_first_and_in_other_languages_when_english_reads_none() -> None:
+def test_ascii_text_is_read_in_english_and_other_text_in_every_language() -> None:
     anchor = datetime(2026, 3, 4, 12, 0, tzinfo=UTC)
-    # English words: English alone reads them
     found = find_time("what did we book last week?", anchor, "UTC")
     assert found is not None and found.precision == "week"
+    # no other language makes a time out of English words
+    assert find_time("How long ago was Caroline's 18th birthday?", anchor, "UTC") is None
     # a month in Portuguese with its year: read whole, not as the bare year
     found = find_time("o que reservamos em março de 2025?", anchor, "Europe/Lisbon")
     assert found is not None and found.precision == "month"
