@@ -20,7 +20,7 @@ from cogitator_memory.items.services import MemoryItems
 from cogitator_memory.search.recall_channels import KeywordIndex, NamedEntity, entities_named
 from cogitator_memory.search.retrieval_types import QueryAnalysis, RecallError
 from cogitator_memory.threads.models import CONVERSATION_TYPES, Entry, Thread
-from cogitator_memory.threads.paths import on_branch
+from cogitator_memory.threads.paths import BranchEnd, branch_end, on_branch
 from cogitator_memory.threads.text import entry_text
 
 if TYPE_CHECKING:
@@ -121,6 +121,7 @@ class RecallPool:
         self.thread_id = thread_id
         self.before_seq = before_seq
         self.leaf_id = leaf_id
+        self._branch_end: BranchEnd | None = None
         self.access = access
         self.errors: list[RecallError] = []
         self.rankings: dict[str, list[tuple[str, float]]] = {}
@@ -207,7 +208,10 @@ class RecallPool:
         if not entries or self.thread_id is None:
             return {}
         seqs = {entry_id: entry.seq for entry_id, entry in entries.items()}
-        kept = on_branch(self.thread_id, self.leaf_id, seqs)
+        if self._branch_end is None:
+            # Read once a run: every read of candidates checks against the same branch.
+            self._branch_end = branch_end(self.thread_id, self.leaf_id)
+        kept = on_branch(self.thread_id, self.leaf_id, seqs, end=self._branch_end)
         return {entry_id: entry for entry_id, entry in entries.items() if entry_id in kept}
 
     def load_items(self, items: Sequence[MemoryItem] | None, scope: MemoryScope | None) -> None:

@@ -8,6 +8,7 @@ O(limit) whatever the size of the thread. The same SQL runs on PostgreSQL and SQ
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
 from django.db import connections, router
 from django.db.models import Subquery
@@ -138,35 +139,58 @@ def ids_down_to(start_id: str, lowest_seq: int) -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
-def on_branch(thread_id: str, leaf_id: str | None, seqs: Mapping[str, int]) -> set[str]:
+@dataclass(frozen=True)
+class BranchEnd:
+    """Where a branch ends (its leaf and the leaf's seq) and the thread's first fork."""
+
+    leaf_id: str
+    leaf_seq: int
+    fork_seq: int | None
+
+
+def branch_end(thread_id: str, leaf_id: str | None) -> BranchEnd | None:
+    """The end of the branch ending at ``leaf_id`` (the thread's active leaf when None);
+    None for a thread without it or a leaf of another thread."""
+    from cogitator_memory.threads.models import Thread
+
+    row = Thread.objects.filter(pk=thread_id).values_list("fork_seq", "active_leaf_id").first()
+    if row is None:
+        return None
+    fork, active = row
+    leaf = leaf_id if leaf_id is not None else active
+    if leaf is None:
+        return None
+    leaf_seq = (
+        Entry.objects.filter(pk=leaf, thread_id=thread_id).values_list("seq", flat=True).first()
+    )
+    return None if leaf_seq is None else BranchEnd(leaf, leaf_seq, fork)
+
+
+def on_branch(
+    thread_id: str,
+    leaf_id: str | None,
+    seqs: Mapping[str, int],
+    *,
+    end: BranchEnd | None = None,
+) -> set[str]:
     """Which of the thread's entries ``seqs`` (id -> seq) are on the branch ending at
-    ``leaf_id`` (the thread's active leaf when None): the leaf and its ancestors.
+    ``leaf_id`` (the thread's active leaf when None): the leaf and its ancestors. ``end``
+    (``branch_end`` of the same thread and leaf) spares reading it again.
 
     An entry no later than the thread's first fork (``Thread.fork_seq``) and than the leaf
     is on every branch through it, so only the entries after the fork cost a walk, and
     that walk goes from the leaf down to the oldest of them, not to the root.
     """
-    from cogitator_memory.threads.models import Thread
-
     if not seqs:
         return set()
-    row = Thread.objects.filter(pk=thread_id).values_list("fork_seq", "active_leaf_id").first()
-    if row is None:
+    if end is None:
+        end = branch_end(thread_id, leaf_id)
+    if end is None:
         return set()
-    fork, active = row
-    leaf = leaf_id if leaf_id is not None else active
-    leaf_seq = (
-        Entry.objects.filter(pk=leaf, thread_id=thread_id).values_list("seq", flat=True).first()
-        if leaf is not None
-        else None
-    )
-    if leaf_seq is None:
-        return set()
-    sure = leaf_seq if fork is None else min(fork, leaf_seq)
+    sure = end.leaf_seq if end.fork_seq is None else min(end.fork_seq, end.leaf_seq)
     found = {entry_id for entry_id, seq in seqs.items() if seq <= sure}
-    later = {entry_id: seq for entry_id, seq in seqs.items() if sure < seq <= leaf_seq}
+    later = {entry_id: seq for entry_id, seq in seqs.items() if sure < seq <= end.leaf_seq}
     if later:
-        assert leaf is not None
-        walked = set(ids_down_to(leaf, min(later.values())))
+        walked = set(ids_down_to(end.leaf_id, min(later.values())))
         found.update(entry_id for entry_id in later if entry_id in walked)
     return found

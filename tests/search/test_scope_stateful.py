@@ -38,6 +38,7 @@ from cogitator_memory.search.bm25 import keyword_search
 from cogitator_memory.search.hybrid import hybrid_search, semantic_search
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Thread
+from tests.examples import examples
 from tests.search.support import CONCEPT_PROVIDER, embeddings_settings
 
 AGENTS = ["a1", "a2"]
@@ -194,7 +195,7 @@ class SearchScopeMachine(RuleBasedStateMachine):
 
 
 MACHINE_SETTINGS = settings(
-    max_examples=20,
+    max_examples=examples(full=20, ci=12),
     stateful_step_count=20,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
