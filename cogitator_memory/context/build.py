@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cogitator_memory.compaction.history import COMPACTION
@@ -124,8 +125,6 @@ class ContextBuild:
         self.semantic_hits: list[Any] = []
         self.graph: Any = None
         self.fact_items: list[MemoryItem] = []
-        self._recallable: list[MemoryItem] | None = None
-        self._recallable_read = False
         # Raises InvalidInput for ids that cannot name a scope.
         self.memory_scope = MemoryScope(agent_id, user_id=user_id, thread_id=thread_id)
 
@@ -268,18 +267,16 @@ class ContextBuild:
         """Whether this build recalls older turns and items (hybrid with an input)."""
         return self.config.strategy == "hybrid" and bool(self.current_input)
 
+    @cached_property
     def recallable_items(self) -> list[MemoryItem] | None:
         """The items recall searches (``MemoryItems.recallable``), read once a build;
         None when the read failed (reported once, under facts)."""
-        if not self._recallable_read:
-            self._recallable_read = True
-            items = self.builder.memory_items()
-            self._recallable = self.attempt(
-                "facts",
-                lambda: items.recallable(self.memory_scope, as_of=self.as_of, access=self.access),
-                None,
-            )
-        return self._recallable
+        items = self.builder.memory_items()
+        return self.attempt(
+            "facts",
+            lambda: items.recallable(self.memory_scope, as_of=self.as_of, access=self.access),
+            None,
+        )
 
     def facts(self) -> list[ContextBlock]:
         """The facts the run sees at ``as_of``; a build that recalls takes them from the
@@ -287,7 +284,7 @@ class ContextBuild:
         if not self.config.include_facts:
             return []
         if self.recalls():
-            recallable = self.recallable_items()
+            recallable = self.recallable_items
             read = facts_among(recallable, self.as_of) if recallable is not None else None
         else:
             items = self.builder.memory_items()

@@ -54,7 +54,7 @@ def recall_for_turn(
             # not read here, so a build costs what its budget holds.
             where = {"thread_id": run.thread_id, "before_seq": oldest, "leaf_id": run.leaf_id}
     held = [*(entry.pk for entry in history), *held_facts]
-    items = run.recallable_items()
+    items = run.recallable_items
     retrieval = run.attempt(
         "relevance",
         lambda: retriever.retrieve(

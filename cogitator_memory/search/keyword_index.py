@@ -151,23 +151,18 @@ def index_statistics(corpora: Corpora, terms: Sequence[str]) -> IndexStatistics:
     """The statistics of every document of these corpora, for these terms: one query on
     ``KeywordTerm`` (or on the postings, for corpora it does not count)."""
     frequencies: dict[str, int] = {}
-    if corpora.ids and terms and not corpora.counted:
-        # One posting per document and term: the term index's entries, counted.
+    if corpora.ids and terms:
+        # Corpora without term counts: one posting per document and term, counted.
+        held, table = (
+            ("SUM(documents)", KeywordTerm) if corpora.counted else ("COUNT(*)", KeywordPosting)
+        )
         rows = _fetch(
-            f"SELECT term, COUNT(*) FROM {_table(KeywordPosting)} "
+            f"SELECT term, {held} FROM {_table(table)} "
             f"WHERE corpus_id IN ({_placeholders(corpora.ids)}) "
             f"AND term IN ({_placeholders(terms)}) GROUP BY term",
             [*corpora.ids, *terms],
         )
-        frequencies = {term: int(held) for term, held in rows if held}
-    elif corpora.ids and terms:
-        rows = _fetch(
-            f"SELECT term, SUM(documents) FROM {_table(KeywordTerm)} "
-            f"WHERE corpus_id IN ({_placeholders(corpora.ids)}) "
-            f"AND term IN ({_placeholders(terms)}) GROUP BY term",
-            [*corpora.ids, *terms],
-        )
-        frequencies = {term: int(held) for term, held in rows if held}
+        frequencies = {term: int(count) for term, count in rows if count}
     # bm25s divides by the mean length; a collection of empty documents scores nothing.
     documents, tokens = corpora.documents, corpora.tokens
     average = tokens / documents if documents and tokens else 1.0
