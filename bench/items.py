@@ -11,7 +11,10 @@ Each database is measured in a subprocess of its own (see bench/benchdb.py). Mea
 - ``query`` p50/p95 for one slot and for a user's whole scope, as of now and as of a
   moment in the past, with 10k and 100k items in the agent (2k and 20k with ``--quick``):
   target, the largest size within 2x of the smallest;
-- extraction: model calls per 100 turns (a scripted model answering with no items).
+- extraction: model calls per 100 turns (a scripted model answering with no items);
+- beside the writes, what the disk sets: a one-row insert and commit (p50/p95), and on
+  PostgreSQL the same writes with ``synchronous_commit`` off for the session (the write's
+  own cost, without waiting for the WAL flush that other processes' I/O slows down).
 
 The agent's items are filled in bulk (100 users, 5 subjects each, slots of several states
 laid out as the service lays them out), not through the service. Prints a table, then one
@@ -135,6 +138,24 @@ def measure_queries(items: Any) -> dict[str, Any]:
     }
 
 
+def durable_commits(connection: Any, count: int = WRITES) -> list[float]:
+    """Milliseconds of ``count`` transactions that each insert one row into a scratch
+    table and commit: the floor a durable write stands on, set by the disk."""
+    from django.db import transaction
+
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE bench_commit_probe (id INTEGER PRIMARY KEY, note TEXT)")
+    samples = []
+    for number in range(count):
+        began = time.perf_counter()
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("INSERT INTO bench_commit_probe VALUES (%s, %s)", [number, "x"])
+        samples.append((time.perf_counter() - began) * 1000)
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE bench_commit_probe")
+    return samples
+
+
 def timed(call: Any, count: int) -> tuple[float, float]:
     samples = []
     for _ in range(count):
@@ -197,6 +218,19 @@ def measure(database: str, quick: bool) -> dict[str, Any]:
         report["writes_per_second"] = round(WRITES / elapsed, 1)
         report["write_ms"] = percentiles(samples)
         report["load_average_1min"] = os.getloadavg()[0]
+        report["commit_ms"] = percentiles(durable_commits(connection))
+        if connection.vendor == "postgresql":
+            # The same writes with the commit's WAL flush not awaited, for the server's
+            # session only: what the write costs apart from the disk, which other
+            # processes on a shared machine slow down.
+            with connection.cursor() as cursor:
+                cursor.execute("SET synchronous_commit = off")
+            start = time.perf_counter()
+            for number in range(WARM_UP + 1 + WRITES, WARM_UP + 1 + 2 * WRITES):
+                write(number)
+            report["writes_per_second_unflushed"] = round(WRITES / (time.perf_counter() - start), 1)
+            with connection.cursor() as cursor:
+                cursor.execute("RESET synchronous_commit")
 
         # Extraction: model calls per 100 turns of about 40 tokens each.
         thread = services.create_thread(AGENT, {"userId": "u1"})
@@ -239,6 +273,13 @@ def main() -> None:
         p50, p95 = report["write_ms"]
         statements = len(report["write_statements"])
         print(f"  one write, ms p50 / p95 {p50:7.2f} / {p95:7.2f}   {statements} statements")
+        commit_p50, commit_p95 = report["commit_ms"]
+        print(f"  a one-row insert and commit, ms p50 / p95 {commit_p50:7.2f} / {commit_p95:7.2f}")
+        if "writes_per_second_unflushed" in report:
+            print(
+                f"  writes per second, commits not awaiting the WAL flush: "
+                f"{report['writes_per_second_unflushed']}"
+            )
         print(f"  load average (1 min) after the writes: {report['load_average_1min']:.2f}")
         print(f"  extraction calls per 100 turns: {report['extraction_calls_per_100_turns']}")
     print(json.dumps({"benchmark": "items", "quick": args.quick, "results": results}, default=str))
