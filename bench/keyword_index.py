@@ -257,9 +257,10 @@ def measure_size(
             figures["recall@10"] = round(float(np.mean(recalls[name])), 4)
             figures["queries_below_1"] = sum(1 for value in recalls[name] if value < 1)
             result[f"{name}@{budget}"] = figures
-        result[f"ratio_p50_keyword_to_bm25s@{budget}"] = round(
-            result[f"keyword_search@{budget}"]["p50_ms"] / max(result["bm25s"]["p50_ms"], 1e-3), 1
-        )
+        for name, label in (("keyword_search", "keyword"), ("search_thread_entries", "entries")):
+            result[f"ratio_p50_{label}_to_bm25s@{budget}"] = round(
+                result[f"{name}@{budget}"]["p50_ms"] / max(result["bm25s"]["p50_ms"], 1e-3), 1
+            )
     after_add = []
     for number in range(20):
         services.add_entry(thread.pk, role="user", content=texts[number])
