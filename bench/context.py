@@ -20,10 +20,9 @@ Measured at each size, as ``build()`` p50 / p95 over the questions of LoCoMo:
 - ``hybrid``: the same budget with facts, the question as the input (history, facts, and
   recall of older turns and items).
 
-The keyword index's postings cache (``KEYWORDS["CACHE_POSTINGS"]``) is set to
-``CACHE_POSTINGS`` for the run, room for the 100k-entry thread's postings (the shipped
-2,000,000 holds a thread of up to about 75k entries: past half the cache, a corpus is
-searched from the tables); the builds that warm up load it.
+The keyword index's postings cache (``KEYWORDS["CACHE_POSTINGS"]``) keeps its shipped
+size (4,000,000 postings, room for the 100k-entry thread's); the builds that warm up
+load it.
 
 Targets on PostgreSQL: hybrid p95 <= 100 ms at 100k entries, recent <= 20 ms, both within
 2x from the smallest size to the largest. Prints a table, then one JSON object as the last
@@ -55,7 +54,6 @@ QUICK_QUESTIONS = 20
 WARM_UP = 3
 BATCH = 2_000
 BROKER = "redis://127.0.0.1:6379/14"
-CACHE_POSTINGS = 4_000_000
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 HYBRID_P95_TARGET = 100.0
 RECENT_P95_TARGET = 20.0
@@ -144,17 +142,12 @@ def measure(database: str, quick: bool) -> dict[str, Any]:
     os.environ["CELERY_BROKER_URL"] = BROKER
     with opener() as url:
         setup_django(url)
-        from django.conf import settings
         from django.db import connection
-        from django.test.utils import override_settings
-
-        memory = getattr(settings, "COGITATOR_MEMORY", {})
-        keywords = {**memory.get("KEYWORDS", {}), "CACHE_POSTINGS": CACHE_POSTINGS}
-        override_settings(COGITATOR_MEMORY={**memory, "KEYWORDS": keywords}).enable()
         from items import fill  # bench/items.py
 
         from cogitator_memory.context.builder import ContextBuilder
         from cogitator_memory.context.config import ContextBuilderConfig, ContextBuilderDeps
+        from cogitator_memory.keywords.cache import cache_capacity
         from cogitator_memory.threads.services import create_thread
         from project.celery import app
 
@@ -198,7 +191,7 @@ def measure(database: str, quick: bool) -> dict[str, Any]:
             }
             report["sizes"][size] = figures
         report["load_average_1min"] = os.getloadavg()[0]
-        report["cache_postings"] = CACHE_POSTINGS
+        report["cache_postings"] = cache_capacity()
         report["background_tasks_queued"] = app.control.purge()
     return report
 

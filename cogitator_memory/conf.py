@@ -150,8 +150,9 @@ DEFAULTS: dict[str, Any] = {
     "KEYWORDS": {
         # Postings a process keeps in memory at most (least recently searched corpora go
         # first), so a search of a corpus read before costs one query; 0 turns it off.
-        # About 25 bytes a posting (50 MB at the default); an entry of a sentence has a dozen.
-        "CACHE_POSTINGS": 2_000_000,
+        # About 25 bytes a posting (100 MB at the default); an entry of a sentence has a
+        # dozen, so the default holds a thread of up to about 150,000 entries.
+        "CACHE_POSTINGS": 4_000_000,
     },
     # Recall (search/retriever.py).
     "RECALL": {
