@@ -508,3 +508,62 @@ def test_a_write_takes_the_agents_lock_before_it_reads_the_slot(items: MemoryIte
         # SQLite's IMMEDIATE transaction is the lock
         assert not any("pg_advisory_xact_lock" in sql for sql in statements)
         assert len(reads) == 1
+
+
+def test_a_new_state_is_inserted_with_the_parameters_the_orm_compiles(
+    items: MemoryItems, clock: Clock
+) -> None:
+    """The INSERT of a new state is compiled once per database; every later write sends
+    its own values through it exactly as the ORM's compiler would."""
+    from django.db.models.sql import InsertQuery
+
+    from cogitator_memory.items.services import WriteSQL
+
+    first = items.write(
+        ANA, NewItem(kind="fact", subject="Ana", attribute="city", value="Porto", trust="system")
+    )
+    clock.now += timedelta(days=1)
+    subject = first.item.subject
+    state = MemoryItem(
+        agent_id="concierge",
+        user_id="ana",
+        project_id="p-9",
+        thread_id="t-9",
+        kind="event",
+        subject=subject,
+        attribute="trip",
+        value="Rome, in May",
+        content="Ana goes to Rome.",
+        trust="user",
+        verified=True,
+        confidence=0.8,
+        status="suggested",
+        valid_from=T0,
+        ends_at=T0 + timedelta(days=3),
+        valid_to=T0 + timedelta(days=3),
+        valid_to_known_at=T0,
+        recorded_at=T0,
+        metadata={"note": "a", "n": [1, 2]},
+    )
+    WriteSQL._insert_sql.pop(connection.alias, None)
+    WriteSQL.insert_statement(first.item, connection)
+    cached = WriteSQL.insert_statement(state, connection)
+    query = InsertQuery(MemoryItem)
+    query.insert_values(MemoryItem._meta.concrete_fields, [state])
+    [(sql, params)] = query.get_compiler(connection=connection).as_sql()
+    assert cached[0] == sql
+    assert [str(value) for value in cached[1]] == [str(value) for value in params]
+
+    # And a write through it stores every value it was given.
+    later = items.write(
+        ANA,
+        NewItem(kind="fact", subject="Ana", attribute="city", value="Lisbon", trust="system"),
+    )
+    stored = MemoryItem.objects.get(pk=later.item.pk)
+    assert (stored.value, stored.trust, stored.status, stored.recorded_at) == (
+        "Lisbon",
+        "system",
+        ItemStatus.ACTIVE,
+        clock.now,
+    )
+    assert MemoryItem.objects.get(pk=first.item.pk).valid_to == stored.valid_from
