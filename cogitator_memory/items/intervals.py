@@ -28,8 +28,10 @@ class TimePrecision(models.TextChoices):
     HOUR = "hour", _("hour")
     PART_OF_DAY = "part_of_day", _("part of day")
     DAY = "day", _("day")
+    WEEKEND = "weekend", _("weekend")
     WEEK = "week", _("week")
     MONTH = "month", _("month")
+    SEASON = "season", _("season")
     QUARTER = "quarter", _("quarter")
     YEAR = "year", _("year")
 

@@ -3,9 +3,10 @@
 ``read_time_words`` takes a normalized expression (lower case, single spaces) and the
 session's local time. The rules read what dateparser reads wrongly or too loosely for
 memory: ISO 8601 forms (exact offsets, ISO weeks), bare numbers, numeric dates whose day and
-month could be swapped, English dates whose day the month lacks, weekdays, nights, and hours
-or minutes from now. Everything else, in any language dateparser knows, goes to dateparser,
-whose answer (a point and a period) is widened to the interval of that period.
+month could be swapped, English dates whose day the month lacks, weekdays, weekends, seasons,
+nights, and hours or minutes from now. Everything else, in any language dateparser knows,
+goes to dateparser, whose answer (a point and a period) is widened to the interval of that
+period.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from cogitator_memory.items.intervals import (
     calendar_interval,
     clock_interval,
     day_interval,
+    days_interval,
     months_interval,
     part_of_day_interval,
     week_interval,
@@ -200,6 +202,90 @@ def _weekday(match: re.Match[str], now: datetime, zone: ZoneInfo) -> ResolvedTim
     return day_interval(day, zone)
 
 
+def _weekend(match: re.Match[str], now: datetime, zone: ZoneInfo) -> ResolvedTime:
+    """Saturday and Sunday. "this weekend" is the one of the session's week (Monday to
+    Sunday), "last" and "past" the week before's, "next" the week after's, "coming" the
+    first not yet over. A bare "weekend" is the one under way on a Saturday or a Sunday,
+    the one just past from Monday to Wednesday, the one ahead on Thursday and Friday, as
+    "over the weekend" is said."""
+    which = match["which"]
+    today = now.date()
+    saturday = today + timedelta(days=5 - today.weekday())  # of the session's week
+    if which in ("last", "past", "this past"):
+        saturday -= timedelta(days=7)
+    elif which == "next":
+        saturday += timedelta(days=7)
+    elif which is None and today.weekday() <= 2:
+        saturday -= timedelta(days=7)
+    return days_interval(saturday, saturday + timedelta(days=2), zone, TimePrecision.WEEKEND)
+
+
+# The first month of each meteorological season in the northern hemisphere; in the southern
+# one each season starts six months later.
+_SEASONS: Final = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
+# Zones south of the equator whose seasons are the northern ones turned round.
+_SOUTHERN_ZONES: Final = (
+    "Antarctica/",
+    "Australia/",
+    "Pacific/Auckland",
+    "Pacific/Chatham",
+    "NZ",
+    "America/Argentina/",
+    "America/Buenos_Aires",
+    "America/Santiago",
+    "Chile/",
+    "America/Montevideo",
+    "America/Asuncion",
+    "America/Sao_Paulo",
+    "Brazil/East",
+    "Africa/Johannesburg",
+    "Africa/Maputo",
+    "Africa/Windhoek",
+    "Africa/Harare",
+    "Africa/Gaborone",
+    "Africa/Maseru",
+    "Africa/Mbabane",
+    "Indian/Mauritius",
+    "Indian/Reunion",
+)
+
+
+def _season_start(name: str, zone: ZoneInfo) -> int:
+    month = _SEASONS[name]
+    if str(zone.key).startswith(_SOUTHERN_ZONES):
+        month = (month + 5) % 12 + 1
+    return month
+
+
+def _season(match: re.Match[str], now: datetime, zone: ZoneInfo) -> ResolvedTime:
+    """A meteorological season: three whole months (in the southern hemisphere, by the
+    zone, the months of the other half of the year). "summer 2025" is the one that starts in
+    2025 (a winter runs into the next year). "this summer" is the one under way, else the
+    one that starts in the session's year; "last" the latest one over; "next" the one
+    after this one. A bare season is read as "this"."""
+    month = _season_start(match["season"], zone)
+    today = now.date()
+
+    def starting_in(year: int) -> tuple[date, date]:
+        first = date(year, month, 1)
+        after = month - 1 + 3
+        return first, date(year + after // 12, after % 12 + 1, 1)
+
+    if match["year"]:
+        first, end = starting_in(int(match["year"]))
+    else:
+        which = match["which"]
+        runs = [starting_in(year) for year in (today.year - 2, today.year - 1, today.year)]
+        current = next((run for run in runs if run[0] <= today < run[1]), starting_in(today.year))
+        if which in ("last", "past", "this past"):
+            first, end = [run for run in runs if run[1] <= today][-1]
+        elif which == "next":
+            first, end = starting_in(current[0].year + 1)
+        else:
+            first, end = current
+    return days_interval(first, end, zone, TimePrecision.SEASON)
+
+
 def _time_on(day: date, words: str, zone: ZoneInfo) -> ResolvedTime | None:
     """A time of day ("3pm", "15:30") on the day a rule chose; anything else is unreadable."""
     resolved = _read_with_dateparser(words, datetime.combine(day, time(), tzinfo=zone), zone)
@@ -269,6 +355,21 @@ _RULES: Final[tuple[tuple[re.Pattern[str], _Rule], ...]] = (
             r"(?: (?P<part>morning|afternoon|evening|night))?(?: at (?P<time>.+))?"
         ),
         _weekday,
+    ),
+    (
+        re.compile(
+            r"(?:(?:on|over|during|at|for|in) )?(?:the )?"
+            r"(?:(?P<which>this coming|this past|coming|past|this|last|next) )?weekend"
+        ),
+        _weekend,
+    ),
+    (
+        re.compile(
+            r"(?:(?:in|over|during|for|of) )?(?:the )?"
+            r"(?:(?P<which>this past|past|this|last|next) )?"
+            rf"(?P<season>{_choice(_SEASONS)})(?:(?: of)? (?P<year>\d{{4}}))?"
+        ),
+        _season,
     ),
     (re.compile(r"tonight|last night"), _night),
     (

@@ -46,8 +46,10 @@ MINUTE = TimePrecision.MINUTE
 HOUR = TimePrecision.HOUR
 PART = TimePrecision.PART_OF_DAY
 DAY = TimePrecision.DAY
+WEEKEND = TimePrecision.WEEKEND
 WEEK = TimePrecision.WEEK
 MONTH = TimePrecision.MONTH
+SEASON = TimePrecision.SEASON
 QUARTER = TimePrecision.QUARTER
 YEAR = TimePrecision.YEAR
 
@@ -124,6 +126,49 @@ RESOLVED = [
     ("Friday", WEDNESDAY, SYDNEY, "2026-03-05T13:00Z", "2026-03-06T13:00Z", DAY),
     ("Mon at 3pm", WEDNESDAY, NEW_YORK, "2026-03-02T20:00Z", "2026-03-02T21:00Z", HOUR),
     ("last Friday night", WEDNESDAY, LISBON, "2026-02-27T18:00Z", "2026-02-28T06:00Z", PART),
+    # weekends: Saturday and Sunday, of the session's week unless said otherwise
+    ("last weekend", WEDNESDAY, LISBON, "2026-02-28T00:00Z", "2026-03-02T00:00Z", WEEKEND),
+    ("this weekend", WEDNESDAY, LISBON, "2026-03-07T00:00Z", "2026-03-09T00:00Z", WEEKEND),
+    ("the coming weekend", WEDNESDAY, LISBON, "2026-03-07T00:00Z", "2026-03-09T00:00Z", WEEKEND),
+    ("next weekend", WEDNESDAY, NEW_YORK, "2026-03-14T04:00Z", "2026-03-16T04:00Z", WEEKEND),
+    ("over the weekend", WEDNESDAY, LISBON, "2026-02-28T00:00Z", "2026-03-02T00:00Z", WEEKEND),
+    ("the weekend", "2026-03-06T12:00Z", LISBON, "2026-03-07T00:00Z", "2026-03-09T00:00Z", WEEKEND),
+    (
+        "this weekend",
+        "2026-03-08T12:00Z",
+        LISBON,
+        "2026-03-07T00:00Z",
+        "2026-03-09T00:00Z",
+        WEEKEND,
+    ),
+    (
+        "last weekend",
+        "2026-03-08T12:00Z",
+        LISBON,
+        "2026-02-28T00:00Z",
+        "2026-03-02T00:00Z",
+        WEEKEND,
+    ),
+    (
+        "this weekend",
+        "2026-03-26T12:00Z",
+        LISBON,
+        "2026-03-28T00:00Z",
+        "2026-03-29T23:00Z",
+        WEEKEND,
+    ),
+    ("weekend", WEDNESDAY, SYDNEY, "2026-03-06T13:00Z", "2026-03-08T13:00Z", WEEKEND),
+    # seasons: meteorological, turned round south of the equator
+    ("last summer", WEDNESDAY, LISBON, "2025-05-31T23:00Z", "2025-08-31T23:00Z", SEASON),
+    ("summer", WEDNESDAY, "UTC", "2026-06-01T00:00Z", "2026-09-01T00:00Z", SEASON),
+    ("next summer", WEDNESDAY, "UTC", "2027-06-01T00:00Z", "2027-09-01T00:00Z", SEASON),
+    ("winter 2025", WEDNESDAY, "UTC", "2025-12-01T00:00Z", "2026-03-01T00:00Z", SEASON),
+    ("this winter", "2026-01-15T12:00Z", "UTC", "2025-12-01T00:00Z", "2026-03-01T00:00Z", SEASON),
+    ("last winter", WEDNESDAY, "UTC", "2025-12-01T00:00Z", "2026-03-01T00:00Z", SEASON),
+    ("in the summer of 2022", WEDNESDAY, "UTC", "2022-06-01T00:00Z", "2022-09-01T00:00Z", SEASON),
+    ("in the fall", WEDNESDAY, NEW_YORK, "2026-09-01T04:00Z", "2026-12-01T05:00Z", SEASON),
+    ("summer", WEDNESDAY, SYDNEY, "2026-11-30T13:00Z", "2027-02-28T13:00Z", SEASON),
+    ("last summer", WEDNESDAY, SYDNEY, "2025-11-30T13:00Z", "2026-02-28T13:00Z", SEASON),
     # parts of the day
     ("this morning", WEDNESDAY, LISBON, "2026-03-04T06:00Z", "2026-03-04T12:00Z", PART),
     ("yesterday evening", WEDNESDAY, KOLKATA, "2026-03-03T12:30Z", "2026-03-03T18:30Z", PART),
