@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import NamedTuple
 
 from django.db import transaction
 from django.db.models import Min
@@ -199,56 +201,99 @@ def _batch_size() -> int:
     return max(1, int(size))
 
 
-def _with_following_entries(ids: list[str], batch_size: int) -> list[str]:
-    """These ids, then the messages and tool results added to their threads after the
-    first of them (by ``seq``), up to ``batch_size`` ids in all."""
-    if len(ids) >= batch_size:
-        return ids
-    firsts = (
+class _ThreadStart(NamedTuple):
+    """Where the entries of a task begin in one of their threads."""
+
+    thread_id: str
+    first_seq: int
+    first_created_at: datetime
+
+
+def _starts(ids: list[str]) -> list[_ThreadStart]:
+    rows = (
         Entry.objects.filter(pk__in=ids)
         .values("thread_id")
-        .annotate(first_seq=Min("seq"))
+        .annotate(first_seq=Min("seq"), first_created_at=Min("created_at"))
         .order_by("thread_id")
+        .values_list("thread_id", "first_seq", "first_created_at")
     )
-    wanted = list(ids)
-    seen = set(ids)
-    for first in firsts:
-        room = batch_size - len(wanted)
+    return [_ThreadStart(*row) for row in rows]
+
+
+def _created_since(since: datetime, limit: int) -> list[str]:
+    """The messages and tool results of every thread created at or after ``since``,
+    oldest first, among the first ``limit`` entries created since then."""
+    # Read through the index on created_at and filtered here rather than by type in the
+    # query: the read then stops after ``limit`` rows however many session events
+    # there are.
+    rows = (
+        Entry.objects.filter(created_at__gte=since)
+        .order_by("created_at", "pk")
+        .values_list("pk", "type")[:limit]
+    )
+    return [entry_id for entry_id, entry_type in rows if entry_type in CONVERSATION_TYPES]
+
+
+def _following_in_thread(thread_id: str, after_seq: int, limit: int) -> list[str]:
+    """The first ``limit`` messages and tool results of a thread after ``after_seq``."""
+    return list(
+        Entry.objects.filter(thread_id=thread_id, seq__gt=after_seq, type__in=CONVERSATION_TYPES)
+        .order_by("seq")
+        .values_list("pk", flat=True)[:limit]
+    )
+
+
+def _batch_candidates(ids: list[str], look_past: int) -> list[str]:
+    """These ids, then the entries that may wait for a vector with them: those of any
+    thread created since the first of them, oldest first (the queue's order, so entries
+    of every thread and tenant share a batch), then those added to their own threads
+    after them by ``seq`` (which also finds entries given an earlier ``created_at``,
+    as an import of old messages does). Reads at most ``look_past`` entries past the
+    ids through each of the two."""
+    if len(ids) >= look_past:
+        return ids
+    starts = _starts(ids)
+    if not starts:
+        return ids
+    candidates = list(ids)
+    candidates += _created_since(min(start.first_created_at for start in starts), look_past)
+    room = look_past
+    for start in starts:
         if room <= 0:
             break
-        following = (
-            Entry.objects.filter(
-                thread_id=first["thread_id"],
-                seq__gt=first["first_seq"],
-                type__in=CONVERSATION_TYPES,
-            )
-            .order_by("seq")
-            .values_list("pk", flat=True)[: room + len(ids)]
-        )
-        for entry_id in following:
-            if entry_id not in seen and len(wanted) < batch_size:
-                seen.add(entry_id)
-                wanted.append(entry_id)
-    return wanted
+        # The ids themselves can be among the entries after the first of them.
+        following = _following_in_thread(start.thread_id, start.first_seq, room + len(ids))
+        room -= len(following)
+        candidates += following
+    return list(dict.fromkeys(candidates))
 
 
 def _all_indexed(store: EmbeddingStore, ids: list[str]) -> bool:
+    return not _missing_vectors(store, ids)
+
+
+def _missing_vectors(store: EmbeddingStore, ids: list[str]) -> list[str]:
+    """Those of these ids that have no vector in the message index, in their order."""
     present = {
         embedding.source_id for embedding in store.get_by_sources(ids, filter=_MESSAGES_FILTER)
     }
-    return all(entry_id in present for entry_id in ids)
+    return [entry_id for entry_id in ids if entry_id not in present]
 
 
 def index_new_entries(entry_ids: Sequence[str], *, batch_size: int | None = None) -> int:
-    """Embed new entries, and with them the entries added to their threads after them
-    that have no vector yet, in one provider call and one store write.
+    """Embed new entries, and with them other entries that wait for a vector, in one
+    provider call and one store write.
 
     Each new entry gets a task of its own (``tasks/triggers.py``), and the first of a
-    burst to run takes the entries that followed it (up to ``batch_size``,
-    ``EMBEDDINGS["BATCH_SIZE"]`` by default): the tasks of those then find their vectors
-    stored and send nothing to the provider. So the entries waiting in the queue are
-    embedded together however busy the worker is, and no entry depends on another's
-    task. Returns how many entries were embedded and stored.
+    burst to run takes the entries that followed it, up to ``batch_size``
+    (``EMBEDDINGS["BATCH_SIZE"]`` by default): the entries of every thread created since
+    it, oldest first, and those added to its own thread after it
+    (``_batch_candidates``). The tasks of those then find their vectors stored and send
+    nothing to the provider. So the entries waiting in the queue are embedded together
+    however busy the worker is and however many threads they are spread over, and no
+    entry depends on another's task. One call may hold entries of several tenants: each
+    vector is stored with the scope of its own entry's thread. Returns how many entries
+    were embedded and stored.
     """
     if get_embedding_service() is None:
         return 0
@@ -263,12 +308,7 @@ def index_new_entries(entry_ids: Sequence[str], *, batch_size: int | None = None
         # went; those further on have tasks of their own.
         return 0
     # Look past the entries an earlier batch already embedded, then keep one batch.
-    candidates = _with_following_entries(ids, 2 * size)
-    present = {
-        embedding.source_id
-        for embedding in store.get_by_sources(candidates, filter=_MESSAGES_FILTER)
-    }
-    missing = [entry_id for entry_id in candidates if entry_id not in present]
+    missing = _missing_vectors(store, _batch_candidates(ids, 2 * size))
     if not missing:
         return 0
     return index_entries(missing[:size], only_missing=True)

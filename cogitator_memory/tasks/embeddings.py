@@ -2,9 +2,10 @@
 
 Each takes entry ids (never entries) and calls one service of
 ``embeddings/message_index.py``. A task embeds its entries together with the entries
-queued after them in the same threads, in one provider call, so a backlog is embedded in
-batches. It is safe to run twice: a store replaces the vector of
-the same source, and entries that already have one are not embedded again.
+queued after them, in any thread, in one provider call, so a backlog is embedded in
+batches however many threads it is spread over. It is safe to run twice: a store
+replaces the vector of the same source, and entries that already have one are not
+embedded again.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ RETRIED_ERRORS = (EmbeddingServiceError, OperationalError)
 )
 def embed_entries_task(entry_ids: list[str]) -> int:
     """Embed the entries that still exist into the message index, with the entries added
-    to their threads after them that wait for their own tasks
+    after them, to any thread, that wait for their own tasks
     (``message_index.index_new_entries``: one provider call for the lot), skipping those
     that already have a vector there (a redelivered task embeds nothing twice). Returns
     how many were embedded."""

@@ -9,15 +9,19 @@ busy.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import Any
 from unittest import mock
 
 import pytest
 from django.test import override_settings
+from django.utils import timezone
 
 from cogitator_memory.embeddings import message_index
 from cogitator_memory.embeddings.registry import get_embedding_store
-from cogitator_memory.embeddings.types import StoredEmbedding
+from cogitator_memory.embeddings.types import EmbeddingFilter, StoredEmbedding
+from cogitator_memory.scope import Scope
+from cogitator_memory.search.hybrid import semantic_search
 from cogitator_memory.tasks.embeddings import embed_entries_task
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Entry
@@ -69,6 +73,11 @@ def add_messages(
     return entries
 
 
+def add_in_turn(capture: Callable[..., Any], turns: list[tuple[str, str]]) -> list[Entry]:
+    """Add each (thread id, text) in this order, as users of several threads write."""
+    return [add_messages(capture, thread_id, [text])[0] for thread_id, text in turns]
+
+
 def drain(queued: list[list[str]]) -> list[int]:
     """Run the queued tasks in order; what each embedded."""
     return [embed_entries_task.apply(args=[entry_ids]).get() for entry_ids in queued]
@@ -76,6 +85,26 @@ def drain(queued: list[list[str]]) -> list[int]:
 
 def message_vectors(*entry_ids: str) -> dict[str, StoredEmbedding]:
     return {vector.source_id: vector for vector in get_embedding_store().get_by_sources(entry_ids)}
+
+
+def texts_per_call(embeddings: type[HashEmbeddings]) -> list[list[str]]:
+    """The texts of each provider call, sorted: a batch sends its texts in no set order."""
+    return [sorted(call) for call in embeddings.calls]
+
+
+def scope_of(vector: StoredEmbedding) -> tuple[Any, Any, Any]:
+    return (vector.metadata["agentId"], vector.metadata["threadId"], vector.metadata["userId"])
+
+
+def found_by(agent_id: str, user_id: str) -> list[str]:
+    """The texts of the message vectors a search in this user's scope finds."""
+    hits = semantic_search(
+        "ana 1",
+        limit=10,
+        filter=EmbeddingFilter(index=message_index.MESSAGES_INDEX),
+        scope=Scope.for_agents([agent_id], {agent_id: [user_id]}),
+    )
+    return sorted(hit.embedding.content for hit in hits)
 
 
 def test_a_backlog_of_new_entries_is_embedded_in_one_call_and_one_write(
@@ -103,24 +132,169 @@ def test_a_backlog_of_new_entries_is_embedded_in_one_call_and_one_write(
     }
 
 
-def test_a_batch_takes_only_the_entries_of_its_own_thread_each_with_its_scope(
+def test_a_batch_takes_the_entries_waiting_in_other_threads_oldest_first(
+    django_capture_on_commit_callbacks: Any,
+    queued: list[list[str]],
+    store_writes: list[int],
+    hash_embeddings: type[HashEmbeddings],
+) -> None:
+    # given
+    for thread_id in ("a", "b", "c"):
+        services.create_thread("agent-1", thread_id=thread_id)
+    turns = [("a", "a1"), ("b", "b1"), ("c", "c1"), ("a", "a2"), ("b", "b2"), ("c", "c2")]
+    add_in_turn(django_capture_on_commit_callbacks, turns)
+    # when
+    embedded = drain(queued)
+    # then
+    assert embedded == [6, 0, 0, 0, 0, 0]
+    assert texts_per_call(hash_embeddings) == [sorted(text for _, text in turns)]
+    assert store_writes == [6]
+
+
+def test_entries_of_several_tenants_share_a_call_and_each_keeps_its_own_scope(
     django_capture_on_commit_callbacks: Any,
     queued: list[list[str]],
     hash_embeddings: type[HashEmbeddings],
 ) -> None:
     # given
     services.create_thread("agent-1", {"userId": "ana"}, thread_id="ana-trip")
+    services.create_thread("agent-1", {"userId": "cy"}, thread_id="cy-trip")
     services.create_thread("agent-2", {"userId": "bo"}, thread_id="bo-trip")
-    ana = add_messages(django_capture_on_commit_callbacks, "ana-trip", ["a1", "a2"])
-    bo = add_messages(django_capture_on_commit_callbacks, "bo-trip", ["b1", "b2"])
+    entries = add_in_turn(
+        django_capture_on_commit_callbacks,
+        [("ana-trip", "ana 1"), ("bo-trip", "bo 1"), ("cy-trip", "cy 1"), ("ana-trip", "ana 2")],
+    )
     # when
     embedded = drain(queued)
     # then
-    assert embedded == [2, 0, 2, 0]
-    assert [sorted(call) for call in hash_embeddings.calls] == [["a1", "a2"], ["b1", "b2"]]
-    vectors = message_vectors(*[entry.id for entry in ana + bo])
-    assert {vectors[entry.id].metadata["agentId"] for entry in ana} == {"agent-1"}
-    assert {vectors[entry.id].metadata["userId"] for entry in bo} == {"bo"}
+    assert embedded == [4, 0, 0, 0]
+    assert texts_per_call(hash_embeddings) == [["ana 1", "ana 2", "bo 1", "cy 1"]]
+    vectors = message_vectors(*[entry.id for entry in entries])
+    assert {entry.content: scope_of(vectors[entry.id]) for entry in entries} == {
+        "ana 1": ("agent-1", "ana-trip", "ana"),
+        "bo 1": ("agent-2", "bo-trip", "bo"),
+        "cy 1": ("agent-1", "cy-trip", "cy"),
+        "ana 2": ("agent-1", "ana-trip", "ana"),
+    }
+    assert found_by("agent-1", "ana") == ["ana 1", "ana 2"]
+    assert found_by("agent-1", "cy") == ["cy 1"]
+    assert found_by("agent-2", "bo") == ["bo 1"]
+
+
+def test_a_batch_across_threads_holds_at_most_batch_size_entries_oldest_first(
+    django_capture_on_commit_callbacks: Any,
+    queued: list[list[str]],
+    hash_embeddings: type[HashEmbeddings],
+) -> None:
+    # given
+    services.create_thread("agent-1", {"userId": "ana"}, thread_id="a")
+    services.create_thread("agent-2", {"userId": "bo"}, thread_id="b")
+    turns = [("a", "a1"), ("b", "b1"), ("a", "a2"), ("b", "b2"), ("a", "a3"), ("b", "b3")]
+    add_in_turn(django_capture_on_commit_callbacks, [*turns, ("a", "a4")])
+    # when
+    with override_settings(COGITATOR_MEMORY={"EMBEDDINGS": {**HASH_EMBEDDINGS, "BATCH_SIZE": 3}}):
+        embedded = drain(queued)
+    # then
+    assert embedded == [3, 0, 0, 3, 0, 0, 1]
+    assert texts_per_call(hash_embeddings) == [["a1", "a2", "b1"], ["a3", "b2", "b3"], ["a4"]]
+
+
+def test_a_batch_takes_no_entry_created_before_its_own(
+    django_capture_on_commit_callbacks: Any,
+    queued: list[list[str]],
+    hash_embeddings: type[HashEmbeddings],
+) -> None:
+    # given
+    services.create_thread("agent-1", thread_id="a")
+    services.create_thread("agent-1", thread_id="b")
+    add_in_turn(django_capture_on_commit_callbacks, [("b", "older"), ("a", "a1"), ("b", "newer")])
+    older_task, *later_tasks = queued
+    # when
+    embedded = drain([*later_tasks, older_task])
+    # then
+    assert embedded == [2, 0, 1]
+    assert texts_per_call(hash_embeddings) == [["a1", "newer"], ["older"]]
+
+
+def test_a_batch_looks_at_most_twice_the_batch_size_past_its_entries_in_other_threads(
+    django_capture_on_commit_callbacks: Any,
+    queued: list[list[str]],
+    hash_embeddings: type[HashEmbeddings],
+) -> None:
+    # given
+    services.create_thread("agent-1", thread_id="a")
+    services.create_thread("agent-1", thread_id="b")
+    _, *embedded_already = add_in_turn(
+        django_capture_on_commit_callbacks, [("a", "a1"), *[("b", f"b{n}") for n in range(1, 5)]]
+    )
+    message_index.index_entries([entry.id for entry in embedded_already])
+    add_in_turn(django_capture_on_commit_callbacks, [("b", "b5")])
+    hash_embeddings.calls.clear()
+    # when
+    with override_settings(COGITATOR_MEMORY={"EMBEDDINGS": {**HASH_EMBEDDINGS, "BATCH_SIZE": 2}}):
+        embedded = drain([queued[0], queued[-1]])
+    # then: a1's batch read a1, b1, b2 and b3, and left b5 to its own task
+    assert embedded == [1, 1]
+    assert hash_embeddings.calls == [["a1"], ["b5"]]
+
+
+def test_session_events_of_other_threads_take_no_place_in_a_batch(
+    django_capture_on_commit_callbacks: Any,
+    queued: list[list[str]],
+    hash_embeddings: type[HashEmbeddings],
+) -> None:
+    # given
+    services.create_thread("agent-1", thread_id="a")
+    services.create_thread("agent-1", thread_id="b")
+    add_in_turn(django_capture_on_commit_callbacks, [("a", "a1")])
+    with django_capture_on_commit_callbacks(execute=True):
+        services.add_entry("b", type="label", event={"label": "booked"})
+    add_in_turn(django_capture_on_commit_callbacks, [("b", "b1")])
+    # when
+    with override_settings(COGITATOR_MEMORY={"EMBEDDINGS": {**HASH_EMBEDDINGS, "BATCH_SIZE": 2}}):
+        embedded = drain(queued)
+    # then
+    assert embedded == [2, 0]
+    assert texts_per_call(hash_embeddings) == [["a1", "b1"]]
+
+
+def test_entries_given_an_earlier_created_at_are_batched_with_their_thread(
+    django_capture_on_commit_callbacks: Any,
+    queued: list[list[str]],
+    hash_embeddings: type[HashEmbeddings],
+) -> None:
+    # given: an import of old messages, each dated before the one added before it
+    services.create_thread("agent-1", thread_id="imported")
+    last_year = timezone.now() - timedelta(days=365)
+    for days, text in enumerate(["first", "second", "third"]):
+        with django_capture_on_commit_callbacks(execute=True):
+            services.add_entry(
+                "imported", role="user", content=text, created_at=last_year - timedelta(days=days)
+            )
+    # when
+    embedded = drain(queued)
+    # then
+    assert embedded == [3, 0, 0]
+    assert texts_per_call(hash_embeddings) == [["first", "second", "third"]]
+
+
+def test_a_task_whose_entries_have_vectors_sends_nothing_while_other_threads_wait(
+    django_capture_on_commit_callbacks: Any,
+    queued: list[list[str]],
+    hash_embeddings: type[HashEmbeddings],
+) -> None:
+    # given
+    services.create_thread("agent-1", thread_id="a")
+    services.create_thread("agent-1", thread_id="b")
+    done, waiting = add_in_turn(django_capture_on_commit_callbacks, [("a", "a1"), ("b", "b1")])
+    message_index.index_entries([done.id])
+    hash_embeddings.calls.clear()
+    # when
+    embedded = drain(queued[:1])
+    # then
+    assert embedded == [0]
+    assert hash_embeddings.calls == []
+    assert list(message_vectors(waiting.id)) == []
 
 
 def test_entries_redacted_or_deleted_before_their_batch_runs_get_no_vector(
@@ -141,6 +315,32 @@ def test_entries_redacted_or_deleted_before_their_batch_runs_get_no_vector(
     drain(queued)
     # then
     assert [sorted(call) for call in hash_embeddings.calls] == [["bye", "hello"]]
+    assert store_writes == [2]
+    assert sorted(message_vectors(first.id, secret.id, gone.id, last.id)) == sorted(
+        [first.id, last.id]
+    )
+
+
+def test_entries_of_other_threads_redacted_or_deleted_before_the_batch_get_no_vector(
+    django_capture_on_commit_callbacks: Any,
+    queued: list[list[str]],
+    store_writes: list[int],
+    hash_embeddings: type[HashEmbeddings],
+) -> None:
+    # given
+    services.create_thread("agent-1", thread_id="a")
+    services.create_thread("agent-2", thread_id="b")
+    first, secret, gone, last = add_in_turn(
+        django_capture_on_commit_callbacks,
+        [("a", "hello"), ("b", "my card 4111"), ("b", "oops"), ("b", "bye")],
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        services.redact_entry(secret.id, reason="card number")
+        services.delete_entry(gone.id)
+    # when
+    drain(queued)
+    # then
+    assert texts_per_call(hash_embeddings) == [["bye", "hello"]]
     assert store_writes == [2]
     assert sorted(message_vectors(first.id, secret.id, gone.id, last.id)) == sorted(
         [first.id, last.id]
@@ -176,6 +376,23 @@ def test_a_redelivered_task_of_an_embedded_batch_sends_nothing(
     embedded = drain(queued)
     # then
     assert embedded == [0, 0]
+    assert len(hash_embeddings.calls) == 1
+
+
+def test_redelivered_tasks_of_a_batch_across_threads_send_nothing(
+    django_capture_on_commit_callbacks: Any,
+    queued: list[list[str]],
+    hash_embeddings: type[HashEmbeddings],
+) -> None:
+    # given
+    services.create_thread("agent-1", {"userId": "ana"}, thread_id="a")
+    services.create_thread("agent-2", {"userId": "bo"}, thread_id="b")
+    add_in_turn(django_capture_on_commit_callbacks, [("a", "a1"), ("b", "b1"), ("a", "a2")])
+    drain(queued)
+    # when
+    embedded = drain(queued)
+    # then
+    assert embedded == [0, 0, 0]
     assert len(hash_embeddings.calls) == 1
 
 
