@@ -1,6 +1,7 @@
 """One recall search: ``RecallRun`` runs the channels of turns and items, fuses them,
 follows the best hits (the item graph, evidence, neighbours), fuses again, rescores, lays
-the hits out for diversity and reranks the best (``search/retriever.py``'s docstring says
+the best hits out for diversity, reranks the best and, past the context builder's ranks,
+puts the turns of a speaker the input names first (``search/retriever.py``'s docstring says
 what comes back).
 """
 
@@ -10,7 +11,13 @@ from collections.abc import Mapping
 
 from cogitator_memory.search.item_channels import ItemChannels
 from cogitator_memory.search.rerank import maximal_marginal_relevance
-from cogitator_memory.search.rescoring import MMR_BALANCE, MMR_DEPTH, Rescoring
+from cogitator_memory.search.rescoring import (
+    CONTEXT_RANKS,
+    MMR_BALANCE,
+    MMR_CHOSEN,
+    MMR_DEPTH,
+    Rescoring,
+)
 from cogitator_memory.search.retrieval_types import ChannelScore, RecallHit, Retrieval
 from cogitator_memory.search.turn_channels import TurnChannels
 
@@ -49,10 +56,14 @@ class RecallRun(TurnChannels, ItemChannels, Rescoring):
                 [rescored[key] for key in ordered[:MMR_DEPTH]],
                 self._similarity,
                 balance=MMR_BALANCE,
+                limit=MMR_CHOSEN,
             )
             + ordered[MMR_DEPTH:]
         )
-        final = self._rerank_with_model(diverse)[:limit]
+        final = self._rerank_with_model(diverse)
+        if limit > CONTEXT_RANKS:
+            final = final[:CONTEXT_RANKS] + self._speaker_first(final[CONTEXT_RANKS:])
+        final = final[:limit]
         self._places = {
             channel: {
                 key: ChannelScore(rank=rank, score=float(score))

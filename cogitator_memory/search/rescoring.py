@@ -1,7 +1,8 @@
 """Fusion and rescoring of recall's hits: the channels' rankings fused by weighted
 reciprocal rank, each hit's score scaled by the share of the input's words it holds, by
 recency, by a speaker the input names and by ``times_retrieved``; the similarity MMR lays
-the hits out by; and the ``Reranker`` seam over the best ``RERANK_DEPTH``.
+the hits out by; the ``Reranker`` seam over the best ``RERANK_DEPTH``; and the order of the
+ranks past the context builder's (``CONTEXT_RANKS``).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 
 from cogitator_memory.items.vectors import item_text
 from cogitator_memory.search.fusion import reciprocal_rank_fusion
@@ -16,11 +18,14 @@ from cogitator_memory.search.recall_pool import RecallPool, turn_text
 from cogitator_memory.search.rerank import RERANK_DEPTH
 from cogitator_memory.search.retrieval_types import RecallError
 from cogitator_memory.search.tokenizer import STOPWORDS, tokenize, words
+from cogitator_memory.threads.models import Entry
 
 __all__ = [
+    "CONTEXT_RANKS",
     "COVERAGE_WEIGHT",
     "FUSION_K",
     "MMR_BALANCE",
+    "MMR_CHOSEN",
     "MMR_DEPTH",
     "QUESTION_WORDS",
     "RECENCY_WEIGHT",
@@ -42,9 +47,17 @@ RETRIEVED_WEIGHT = 0.05
 # A turn said by someone the input names ("What did Ana say about...") is scaled by
 # 1 + SPEAKER_WEIGHT.
 SPEAKER_WEIGHT = 0.3
-# MMR: the share of relevance against novelty, over the best MMR_DEPTH hits.
+# MMR: the share of relevance against novelty, over the best MMR_DEPTH hits, of which it
+# chooses the first MMR_CHOSEN: the context builder's hits and those a reranker reads.
+# Past them hits follow their scores; laid out for diversity there they lost more turns of
+# a search that reads deeper than they brought.
 MMR_BALANCE = 0.9
 MMR_DEPTH = 100
+MMR_CHOSEN = RERANK_DEPTH
+# The hits the context builder asks for (``context.recall.RECALL_LIMIT``). Past these
+# ranks, which a deeper search never moves, the turns of a speaker the input names come
+# before those of others (``Rescoring._speaker_first``).
+CONTEXT_RANKS = 20
 # Words of a question that say what kind it is, not what it is about: not counted in the
 # share of the turn's words a hit holds.
 QUESTION_WORDS = frozenset(
@@ -116,7 +129,6 @@ class Rescoring(RecallPool):
         ] or list(self.analysis.terms)
         span = max(self._last_seq - self._first_seq, 1)
         now = self.retriever.clock()
-        speakers = set(words(self.input))
         scores = {}
         for key in keys:
             score = fused[key]
@@ -127,7 +139,7 @@ class Rescoring(RecallPool):
                 entry = self.found.entries[key]
                 recency = min(max((entry.seq - self._first_seq) / span, 0.0), 1.0)
                 score *= 1 + RECENCY_WEIGHT * recency
-                if entry.name and entry.name.lower() in speakers:
+                if self._by_speaker_named(entry):
                     score *= 1 + SPEAKER_WEIGHT
             else:
                 item = self.found.items[key]
@@ -136,6 +148,33 @@ class Rescoring(RecallPool):
                 score *= 1 + RETRIEVED_WEIGHT * math.log1p(item.times_retrieved)
             scores[key] = score
         return scores
+
+    @cached_property
+    def input_words(self) -> frozenset[str]:
+        """The input's words, lower case."""
+        return frozenset(words(self.input))
+
+    def _by_speaker_named(self, entry: Entry) -> bool:
+        """Whether the input names the turn's speaker (as a word of its own)."""
+        return entry.name is not None and entry.name.lower() in self.input_words
+
+    def _speaker_first(self, keys: Sequence[str]) -> list[str]:
+        """``keys`` with the turns of a speaker the input names first, then the turns of
+        others, each part in its order; items stay with the first part. ``keys`` as they
+        are when the input names none of their speakers.
+
+        A question about someone ("What does Ana do to relax?") is answered by what they
+        said: past the best hits, where the channels agree less, the turns of the one
+        asked about find more of an answer spread over many sessions than the turns of
+        others the fusion placed higher.
+        """
+        turns = {key: self.found.entries[key] for key in keys if key.startswith("entry:")}
+        named = {key for key, entry in turns.items() if self._by_speaker_named(entry)}
+        if not named:
+            return list(keys)
+        others = [key for key in keys if key in turns and key not in named]
+        demoted = set(others)
+        return [key for key in keys if key not in demoted] + others
 
     def _similarity(self, first: str, second: str) -> float:
         one, other = self._tokens_of(first), self._tokens_of(second)

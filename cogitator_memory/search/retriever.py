@@ -15,9 +15,11 @@ searched), then runs its channels, each a ranking of turns or items:
 The rankings are fused by weighted reciprocal rank (``search/fusion.py``, the weights of
 the turn's kind of question), then each hit's score is scaled up by the share of the
 turn's words it holds, a little for recent turns and for items sent to a model more often
-(``times_retrieved``), laid out for diversity (MMR), and the best ``RERANK_DEPTH`` are
-reordered by a ``Reranker`` when one is given; a reranker that fails leaves the order and
-adds a relevance error.
+(``times_retrieved``), the best laid out for diversity (MMR), and the best
+``RERANK_DEPTH`` are reordered by a ``Reranker`` when one is given; a reranker that fails
+leaves the order and adds a relevance error. The first ``CONTEXT_RANKS`` hits (the context
+builder's) are the same whatever the limit; past them, for a search that reads deeper, the
+turns of a speaker the input names come before the turns of others.
 
 Which turns may come back: those of the branch being built, never one held in the context
 already, never one of another thread. The caller gives either
