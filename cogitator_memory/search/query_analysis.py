@@ -330,6 +330,9 @@ _TIME_WORDS: Final = (
             "week",
             "weeks",
             "weekend",
+            "summer",
+            "winter",
+            "autumn",
             "month",
             "months",
             "year",
@@ -378,6 +381,10 @@ _AMBIGUOUS_MONTHS: Final = frozenset({"may", "march"})
 _MONTH_LEADS: Final = frozenset(
     {"in", "last", "next", "this", "since", "of", "early", "late", "mid", "during", "until"}
 )
+# "Fall" and "spring" are seasons only so led or next to a year ("in the fall", "spring
+# 2024"): "did the price fall" or "a hot spring" name no time.
+_AMBIGUOUS_SEASONS: Final = frozenset({"fall", "spring"})
+_SEASON_LEADS: Final = _MONTH_LEADS | {"the", "over"}
 _YEAR: Final = re.compile(r"(?:19|20)\d{2}")
 _DATE_LIKE: Final = re.compile(r"\d{4}-\d{2}(?:-\d{2})?|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}")
 _SPAN_WORD: Final = re.compile(r"\d{4}-\d{2}(?:-\d{2})?|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}|[\w']+")
@@ -436,10 +443,16 @@ def _is_time_word(words: list[str], index: int) -> bool:
     word = words[index]
     if word in _TIME_WORDS or _YEAR.fullmatch(word) or _DATE_LIKE.fullmatch(word):
         return True
+    before = words[index - 1] if index > 0 else ""
+    after = words[index + 1] if index + 1 < len(words) else ""
     if word in _AMBIGUOUS_MONTHS:
-        before = words[index - 1] if index > 0 else ""
-        after = words[index + 1] if index + 1 < len(words) else ""
         return before in _MONTH_LEADS or before.isdigit() or after.isdigit()
+    if word in _AMBIGUOUS_SEASONS:
+        # "the fall" is a season when something leads it too ("in the fall").
+        led = before in _SEASON_LEADS - {"the"} or (
+            before == "the" and index > 1 and words[index - 2] in _SEASON_LEADS
+        )
+        return led or bool(_YEAR.fullmatch(after))
     return False
 
 

@@ -166,6 +166,42 @@ def test_the_most_precise_time_wins() -> None:
     assert analysis.time.start == utc(2023, 5, 1)
 
 
+@pytest.mark.parametrize(
+    ("text", "start", "end", "precision"),
+    [
+        # ANCHOR is Wednesday 21 October 2026
+        ("What did we do last weekend?", utc(2026, 10, 17), utc(2026, 10, 19), "weekend"),
+        ("Any plans for this weekend?", utc(2026, 10, 24), utc(2026, 10, 26), "weekend"),
+        ("Where did Ana go last summer?", utc(2026, 6, 1), utc(2026, 9, 1), "season"),
+        ("What did we plant in the fall of 2025?", utc(2025, 9, 1), utc(2025, 12, 1), "season"),
+        ("Did it snow this winter?", utc(2026, 12, 1), utc(2027, 3, 1), "season"),
+        ("What did Jon read in spring 2024?", utc(2024, 3, 1), utc(2024, 6, 1), "season"),
+    ],
+)
+def test_weekends_and_seasons_are_times(
+    text: str, start: datetime, end: datetime, precision: str
+) -> None:
+    # when
+    analysis = analyze_query(text, ANCHOR)
+
+    # then
+    assert analysis.time is not None
+    assert (analysis.time.start, analysis.time.end) == (start, end)
+    assert analysis.time.precision == TimePrecision(precision)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Did the price fall after the news?", "Which hot spring did Ana visit?", "Why did I fall?"],
+)
+def test_fall_and_spring_as_other_words_name_no_time(text: str) -> None:
+    # when
+    analysis = analyze_query(text, ANCHOR)
+
+    # then
+    assert analysis.time is None
+
+
 def test_may_as_a_verb_names_no_time() -> None:
     # when
     analysis = analyze_query("May I ask where you moved?", ANCHOR)
