@@ -49,6 +49,7 @@ __all__ = [
     "MESSAGE_SOURCE_TYPE",
     "MessageIndexOff",
     "ReindexProgress",
+    "all_indexed",
     "entries_to_reindex",
     "entry_embedding",
     "entry_text",
@@ -270,6 +271,14 @@ def _batch_candidates(ids: list[str], look_past: int) -> list[str]:
 
 def _all_indexed(store: EmbeddingStore, ids: list[str]) -> bool:
     return not _missing_vectors(store, ids)
+
+
+def all_indexed(entry_ids: Sequence[str]) -> bool:
+    """Whether every one of these entries has a vector in the message index (False when
+    the index is off): the task of an entry an earlier batch took has nothing to do."""
+    if get_embedding_service() is None:
+        return False
+    return _all_indexed(get_embedding_store(), list(dict.fromkeys(entry_ids)))
 
 
 def _missing_vectors(store: EmbeddingStore, ids: list[str]) -> list[str]:

@@ -396,6 +396,37 @@ def test_redelivered_tasks_of_a_batch_across_threads_send_nothing(
     assert len(hash_embeddings.calls) == 1
 
 
+def test_the_task_of_an_entry_a_batch_took_returns_after_one_read(
+    django_capture_on_commit_callbacks: Any,
+    queued: list[list[str]],
+    django_assert_num_queries: Any,
+) -> None:
+    # given
+    services.create_thread("agent-1", thread_id="trip")
+    add_messages(django_capture_on_commit_callbacks, "trip", ["one", "two"])
+    first, second = queued
+    drain([first])
+    # when
+    with django_assert_num_queries(1):
+        embedded = drain([second])
+    # then
+    assert embedded == [0]
+
+
+def test_all_indexed_tells_whether_every_entry_has_a_message_vector(
+    django_capture_on_commit_callbacks: Any, queued: list[list[str]]
+) -> None:
+    # given
+    services.create_thread("agent-1", thread_id="trip")
+    done, waiting = add_messages(django_capture_on_commit_callbacks, "trip", ["one", "two"])
+    message_index.index_entries([done.id])
+    # then
+    assert message_index.all_indexed([done.id])
+    assert not message_index.all_indexed([done.id, waiting.id])
+    with override_settings(COGITATOR_MEMORY={"EMBEDDINGS": {}}):
+        assert not message_index.all_indexed([done.id])
+
+
 def test_a_reindex_page_is_one_provider_call_and_one_store_write(
     django_capture_on_commit_callbacks: Any,
     queued: list[list[str]],
