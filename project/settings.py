@@ -5,6 +5,8 @@ Everything that differs between machines comes from the environment:
 - ``DATABASE_URL``: any URL dj-database-url reads; a SQLite file ``db.sqlite3`` when unset.
 - ``CELERY_BROKER_URL``: e.g. ``redis://127.0.0.1:6379/0``; when unset, tasks run eagerly
   in the process that sends them.
+- ``DATABASE_PREPARE_THRESHOLD``: on PostgreSQL, runs after which a hot statement is
+  prepared (5); ``off`` behind a pooler in transaction mode.
 - ``DJANGO_SECRET_KEY``, ``DJANGO_DEBUG``, ``DJANGO_ALLOWED_HOSTS``.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -92,7 +95,17 @@ ASGI_APPLICATION = "project.asgi.application"
 
 
 def database_from_url(url: str) -> dict:
-    config = dict(dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True))
+    config: dict[str, Any] = dict(
+        dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+    )
+    if config["ENGINE"] == "django.db.backends.postgresql":
+        # Statements the app sends on every write (an item's read and insert, a keyword
+        # posting's insert) are prepared after this many runs on a connection, so they are
+        # parsed and planned once. Behind a pooler in transaction mode (PgBouncer before
+        # 1.21) set DATABASE_PREPARE_THRESHOLD=off: nothing is prepared then.
+        threshold = os.environ.get("DATABASE_PREPARE_THRESHOLD", "5").strip().lower()
+        if threshold not in {"off", "none", ""}:
+            config["OPTIONS"] = {**config.get("OPTIONS", {}), "prepare_threshold": int(threshold)}
     if config["ENGINE"] == "django.db.backends.sqlite3":
         config["CONN_MAX_AGE"] = 0
         config["OPTIONS"] = {

@@ -567,3 +567,40 @@ def test_a_new_state_is_inserted_with_the_parameters_the_orm_compiles(
         clock.now,
     )
     assert MemoryItem.objects.get(pk=first.item.pk).valid_to == stored.valid_from
+
+
+def prepared_statements() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_prepared_statements")
+        return int(cursor.fetchone()[0])
+
+
+@pytest.mark.postgres_only
+@pytest.mark.parametrize("threshold", [2, None])
+def test_writes_prepare_their_statements_where_the_connection_allows(
+    items: MemoryItems, clock: Clock, threshold: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a ``prepare_threshold`` in ``OPTIONS`` a write's read and insert are prepared
+    on the server after that many runs; with None (behind a pooler) nothing is."""
+    options = {**connection.settings_dict.get("OPTIONS", {}), "prepare_threshold": threshold}
+    monkeypatch.setitem(connection.settings_dict, "OPTIONS", options)
+    connection.ensure_connection()
+    monkeypatch.setattr(connection.connection, "prepare_threshold", threshold)
+    before = prepared_statements()
+
+    # when: a slot said again and again, each time a new value
+    for number in range(6):
+        clock.now += timedelta(minutes=1)
+        items.write(
+            ANA,
+            NewItem(
+                kind="fact", subject="Ana", attribute="city", value=f"city {number}", trust="system"
+            ),
+        )
+
+    # then
+    prepared = prepared_statements() - before
+    assert prepared >= 2 if threshold is not None else prepared == 0
+    states = MemoryItem.objects.filter(attribute="city").order_by("valid_from")
+    assert [state.value for state in states] == [f"city {number}" for number in range(6)]
+    assert [state.status for state in states] == [ItemStatus.SUPERSEDED] * 5 + [ItemStatus.ACTIVE]
