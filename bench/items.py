@@ -12,9 +12,8 @@ Each database is measured in a subprocess of its own (see bench/benchdb.py). Mea
   moment in the past, with 10k and 100k items in the agent (2k and 20k with ``--quick``):
   target, the largest size within 2x of the smallest;
 - extraction: model calls per 100 turns (a scripted model answering with no items);
-- beside the writes, what the disk sets: a one-row insert and commit (p50/p95), and on
-  PostgreSQL the same writes with ``synchronous_commit`` off for the session (the write's
-  own cost, without waiting for the WAL flush that other processes' I/O slows down).
+- beside the writes, what the disk sets: a one-row insert and commit (p50/p95), whose WAL
+  flush every durable write waits for, and which other processes' I/O slows down.
 
 The agent's items are filled in bulk (100 users, 5 subjects each, slots of several states
 laid out as the service lays them out), not through the service. Prints a table, then one
@@ -219,18 +218,6 @@ def measure(database: str, quick: bool) -> dict[str, Any]:
         report["write_ms"] = percentiles(samples)
         report["load_average_1min"] = os.getloadavg()[0]
         report["commit_ms"] = percentiles(durable_commits(connection))
-        if connection.vendor == "postgresql":
-            # The same writes with the commit's WAL flush not awaited, for the server's
-            # session only: what the write costs apart from the disk, which other
-            # processes on a shared machine slow down.
-            with connection.cursor() as cursor:
-                cursor.execute("SET synchronous_commit = off")
-            start = time.perf_counter()
-            for number in range(WARM_UP + 1 + WRITES, WARM_UP + 1 + 2 * WRITES):
-                write(number)
-            report["writes_per_second_unflushed"] = round(WRITES / (time.perf_counter() - start), 1)
-            with connection.cursor() as cursor:
-                cursor.execute("RESET synchronous_commit")
 
         # Extraction: model calls per 100 turns of about 40 tokens each.
         thread = services.create_thread(AGENT, {"userId": "u1"})
@@ -275,11 +262,6 @@ def main() -> None:
         print(f"  one write, ms p50 / p95 {p50:7.2f} / {p95:7.2f}   {statements} statements")
         commit_p50, commit_p95 = report["commit_ms"]
         print(f"  a one-row insert and commit, ms p50 / p95 {commit_p50:7.2f} / {commit_p95:7.2f}")
-        if "writes_per_second_unflushed" in report:
-            print(
-                f"  writes per second, commits not awaiting the WAL flush: "
-                f"{report['writes_per_second_unflushed']}"
-            )
         print(f"  load average (1 min) after the writes: {report['load_average_1min']:.2f}")
         print(f"  extraction calls per 100 turns: {report['extraction_calls_per_100_turns']}")
     print(json.dumps({"benchmark": "items", "quick": args.quick, "results": results}, default=str))
