@@ -184,12 +184,7 @@ def index_entries(entry_ids: Sequence[str], *, only_missing: bool = False) -> in
     if unwanted:
         _drop_from_index(store, unwanted)
     if only_missing and wanted:
-        present = {
-            embedding.source_id
-            for embedding in store.get_by_sources(
-                [entry.pk for entry in wanted], filter=_MESSAGES_FILTER
-            )
-        }
+        present = _indexed_sources(store, [entry.pk for entry in wanted])
         wanted = [entry for entry in wanted if entry.pk not in present]
     if not wanted:
         return 0
@@ -281,11 +276,19 @@ def all_indexed(entry_ids: Sequence[str]) -> bool:
     return _all_indexed(get_embedding_store(), list(dict.fromkeys(entry_ids)))
 
 
+def _indexed_sources(store: EmbeddingStore, ids: list[str]) -> set[str]:
+    """Those of these ids that have a vector in the message index. A store that can tell
+    without reading the vectors (``sources_present``) is asked so; any other through
+    ``get_by_sources``."""
+    present = getattr(store, "sources_present", None)
+    if present is not None:
+        return set(present(ids, filter=_MESSAGES_FILTER))
+    return {embedding.source_id for embedding in store.get_by_sources(ids, filter=_MESSAGES_FILTER)}
+
+
 def _missing_vectors(store: EmbeddingStore, ids: list[str]) -> list[str]:
     """Those of these ids that have no vector in the message index, in their order."""
-    present = {
-        embedding.source_id for embedding in store.get_by_sources(ids, filter=_MESSAGES_FILTER)
-    }
+    present = _indexed_sources(store, ids)
     return [entry_id for entry_id in ids if entry_id not in present]
 
 

@@ -252,6 +252,38 @@ def test_get_by_sources_keeps_to_the_filter(store: EmbeddingStore, new: MakeEmbe
     assert sources(found) == ["mine", "shared"]
 
 
+@pytest.mark.parametrize(
+    "filter",
+    [
+        None,
+        EmbeddingFilter(agent_id="a1"),
+        EmbeddingFilter(metadata={"index": "messages"}),
+        EmbeddingFilter(agent_id="a2", metadata={"index": "messages"}),
+    ],
+    ids=["no-filter", "agent", "index", "agent-and-index"],
+)
+def test_sources_present_names_the_sources_get_by_sources_returns(
+    store: EmbeddingStore, new: MakeEmbedding, filter: EmbeddingFilter | None
+) -> None:
+    """The database stores and Qdrant tell which sources have an embedding without reading
+    vectors: the same sources ``get_by_sources`` returns, under the same filter."""
+    # given
+    store.add(
+        [
+            new("mine", X, agentId="a1", index="messages"),
+            new("theirs", Y, agentId="a2", index="messages"),
+            new("shared", Z),
+            new("other-index", XY, agentId="a2", index="items"),
+        ]
+    )
+    asked = ["mine", "theirs", "shared", "other-index", "unknown"]
+    # when
+    present = store.sources_present(asked, filter=filter)  # type: ignore[attr-defined]
+    # then
+    assert present == set(sources(store.get_by_sources(asked, filter=filter)))
+    assert store.sources_present([], filter=filter) == set()  # type: ignore[attr-defined]
+
+
 # --- delete, delete_by_sources ----------------------------------------------------------
 
 

@@ -196,6 +196,14 @@ class DatabaseEmbeddingStore:
         rows = filtered(Embedding.objects.of_sources(list(source_ids)), filter)
         return [stored(row, with_vector=True) for row in rows.order_by("source_id", "id")]
 
+    def sources_present(
+        self, source_ids: Sequence[str], *, filter: EmbeddingFilter | None = None
+    ) -> set[str]:
+        """The ids among ``source_ids`` with an embedding ``filter`` admits: the sources
+        ``get_by_sources`` would return, read without their text or vectors."""
+        rows = filtered(Embedding.objects.of_sources(list(source_ids)), filter)
+        return set(rows.values_list("source_id", flat=True))
+
     @transaction.atomic
     def delete(self, ids: Sequence[str]) -> int:
         return _delete_rows(Embedding.objects.filter(pk__in=list(ids)))

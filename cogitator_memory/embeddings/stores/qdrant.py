@@ -209,6 +209,27 @@ class QdrantEmbeddingStore(QdrantCollection):
             ]
         return sorted(found, key=lambda embedding: (embedding.source_id, embedding.id))
 
+    def sources_present(
+        self, source_ids: Sequence[str], *, filter: EmbeddingFilter | None = None
+    ) -> set[str]:
+        """The ids among ``source_ids`` with an embedding ``filter`` admits, read from the
+        points' source ids alone (no vectors)."""
+        conditions = self._conditions(filter, exact_scope=False)
+        if not source_ids:
+            return set()
+        conditions.append(
+            self._models.FieldCondition(
+                key=SOURCE_ID, match=self._models.MatchAny(any=list(source_ids))
+            )
+        )
+        with self._lock:
+            if self._collection_size() is None:
+                return set()
+            return {
+                str((record.payload or {})[SOURCE_ID])
+                for record in self._scroll(conditions, with_payload=[SOURCE_ID])
+            }
+
     def delete(self, ids: Sequence[str]) -> int:
         """Delete embeddings by id; returns how many existed."""
         if not ids:
