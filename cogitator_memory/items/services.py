@@ -44,6 +44,7 @@ from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.selectors import DEFAULT_HELD_STATUSES, held
 from cogitator_memory.jsondata import json_problem, text_problem
 from cogitator_memory.lineage import Quote, verify_evidence
+from cogitator_memory.prepared import prepares_statements
 from cogitator_memory.scope import Scope
 from cogitator_memory.threads.models import Entry, Thread
 
@@ -681,10 +682,9 @@ class WriteSQL:
         a prepared one is not)."""
         if connection.vendor != "postgresql":
             return False
-        options = connection.settings_dict.get("OPTIONS", {})
-        return bool(options.get("server_side_binding")) or (
-            options.get("prepare_threshold") is not None and not connection.queries_logged
-        )
+        if connection.settings_dict.get("OPTIONS", {}).get("server_side_binding"):
+            return True
+        return prepares_statements(connection) and not connection.queries_logged
 
     @classmethod
     def _hot_cursor(cls, connection: Any) -> Any:

@@ -48,6 +48,7 @@ from cogitator_memory.keywords.models import (
     KeywordPosting,
     KeywordTerm,
 )
+from cogitator_memory.prepared import prepares_statements
 from cogitator_memory.search.tokenizer import tokenize
 
 __all__ = [
@@ -299,7 +300,7 @@ class KeywordIndex:
         # A connection whose prepare_threshold is None (OPTIONS, for a pooler in
         # transaction mode) prepares nothing.
         raw = connection.connection
-        prepare = None if raw.prepare_threshold is None else True
+        prepare = True if prepares_statements(connection) else None
         with psycopg.Cursor(raw) as cursor:
             cursor.execute(
                 f"WITH c AS (INSERT INTO {corpus_table} (key, kind, thread_id, agent_id, "

@@ -13,6 +13,7 @@ imported only when a store is made.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 from django.utils import timezone
@@ -187,11 +188,14 @@ class QdrantEmbeddingStore(QdrantCollection):
         hits.sort(key=lambda hit: (-hit.score, hit.embedding.id))
         return hits
 
-    def get_by_sources(
-        self, source_ids: Sequence[str], *, filter: EmbeddingFilter | None = None
-    ) -> list[StoredEmbedding]:
-        """The embeddings of these sources that ``filter`` admits, with their vectors,
-        ordered by source id and id."""
+    def _records_of_sources(
+        self,
+        source_ids: Sequence[str],
+        filter: EmbeddingFilter | None,
+        **scroll: Any,
+    ) -> list[Any]:
+        """The points of these sources that ``filter`` admits (``scroll`` says what of
+        them to read)."""
         conditions = self._conditions(filter, exact_scope=False)
         if not source_ids:
             return []
@@ -203,10 +207,17 @@ class QdrantEmbeddingStore(QdrantCollection):
         with self._lock:
             if self._collection_size() is None:
                 return []
-            found = [
-                stored_embedding(record.payload, record.vector, dimensions=self._size)
-                for record in self._scroll(conditions, with_vectors=True)
-            ]
+            return list(self._scroll(conditions, **scroll))
+
+    def get_by_sources(
+        self, source_ids: Sequence[str], *, filter: EmbeddingFilter | None = None
+    ) -> list[StoredEmbedding]:
+        """The embeddings of these sources that ``filter`` admits, with their vectors,
+        ordered by source id and id."""
+        found = [
+            stored_embedding(record.payload, record.vector, dimensions=self._size)
+            for record in self._records_of_sources(source_ids, filter, with_vectors=True)
+        ]
         return sorted(found, key=lambda embedding: (embedding.source_id, embedding.id))
 
     def sources_present(
@@ -214,21 +225,8 @@ class QdrantEmbeddingStore(QdrantCollection):
     ) -> set[str]:
         """The ids among ``source_ids`` with an embedding ``filter`` admits, read from the
         points' source ids alone (no vectors)."""
-        conditions = self._conditions(filter, exact_scope=False)
-        if not source_ids:
-            return set()
-        conditions.append(
-            self._models.FieldCondition(
-                key=SOURCE_ID, match=self._models.MatchAny(any=list(source_ids))
-            )
-        )
-        with self._lock:
-            if self._collection_size() is None:
-                return set()
-            return {
-                str((record.payload or {})[SOURCE_ID])
-                for record in self._scroll(conditions, with_payload=[SOURCE_ID])
-            }
+        records = self._records_of_sources(source_ids, filter, with_payload=[SOURCE_ID])
+        return {str((record.payload or {})[SOURCE_ID]) for record in records}
 
     def delete(self, ids: Sequence[str]) -> int:
         """Delete embeddings by id; returns how many existed."""
