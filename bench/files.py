@@ -128,7 +128,7 @@ def check_sample(size: str, files: int) -> None:
     service would have written them."""
     from cogitator_memory.files.access import FileAccess
     from cogitator_memory.files.services import MemoryFiles
-    from cogitator_memory.items.scopes import MemoryScope
+    from cogitator_memory.grants import MemoryScope
 
     service = MemoryFiles()
     access = FileAccess(scope=MemoryScope(agent_of(size), user_id=USER))
@@ -143,12 +143,12 @@ def check_sample(size: str, files: int) -> None:
     assert listed.count(".md") == FILES_PER_DIRECTORY, listed
 
 
-class Scope:
+class Grants:
     """One measured scope: its access and the next file each measure uses."""
 
     def __init__(self, size: str, files: int) -> None:
         from cogitator_memory.files.access import FileAccess
-        from cogitator_memory.items.scopes import MemoryScope
+        from cogitator_memory.grants import MemoryScope
 
         self.size = size
         self.files = files
@@ -227,12 +227,12 @@ def measure(database: str, quick: bool) -> dict[str, Any]:
         }
 
         service = MemoryFiles()
-        scopes = [Scope(size, files) for size, files in SIZES.items()]
+        scopes = [Grants(size, files) for size, files in SIZES.items()]
 
-        def run(scope: Scope, measure_name: str) -> float:
-            command = scope.command(measure_name)
+        def run(grants: Grants, measure_name: str) -> float:
+            command = grants.command(measure_name)
             start = time.perf_counter()
-            service.run(scope.access, command)
+            service.run(grants.access, command)
             elapsed = (time.perf_counter() - start) * 1000
             if measure_name == "create":
                 undo_create(command)

@@ -119,8 +119,8 @@ def fill(total: int) -> None:
 
 
 def measure_queries(items: Any) -> dict[str, Any]:
+    from cogitator_memory.grants import MemoryScope
     from cogitator_memory.items.models import Entity, MemoryItem
-    from cogitator_memory.items.scopes import MemoryScope
     from cogitator_memory.items.services import Slot
 
     scope = MemoryScope(AGENT, user_id=MEASURED)
@@ -172,8 +172,8 @@ def measure(database: str, quick: bool) -> dict[str, Any]:
         from django.db import connection
         from django.test.utils import CaptureQueriesContext
 
+        from cogitator_memory.grants import MemoryScope
         from cogitator_memory.items.extractor import MemoryExtractor
-        from cogitator_memory.items.scopes import MemoryScope
         from cogitator_memory.items.services import MemoryItems, NewItem
         from cogitator_memory.llm.scripted import ScriptedAnswer, ScriptedModel
         from cogitator_memory.threads import services

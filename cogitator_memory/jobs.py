@@ -33,8 +33,8 @@ from cogitator_memory.exceptions import (
     ServiceFailed,
     ThreadNotFound,
 )
+from cogitator_memory.grants import Grants
 from cogitator_memory.jsondata import storable_text
-from cogitator_memory.scope import Scope
 from cogitator_memory.threads.models import Thread
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ def request_run(
     recorder: type[JobRecorder[RunT]],
     thread_id: str,
     *,
-    scope: Scope | None,
+    grants: Grants | None,
     enqueue: Callable[[str, str], None],
     **fields: Any,
 ) -> tuple[RunT, bool]:
@@ -136,7 +136,7 @@ def request_run(
     the transaction commits. Returns ``(run, created)``. Raises ``ThreadNotFound`` for a
     thread the caller cannot see and ``NoGrant`` for one they may not write to."""
     with transaction.atomic():
-        threads = Thread.objects.all() if scope is None else Thread.objects.visible_to(scope)
+        threads = Thread.objects.all() if grants is None else Thread.objects.visible_to(grants)
         thread = (
             threads.select_for_update().filter(pk=thread_id).first()
             if storable_text(thread_id)
@@ -144,7 +144,7 @@ def request_run(
         )
         if thread is None:
             raise ThreadNotFound(str(thread_id))
-        policy.require_write(scope, thread.agent_id, thread.user_id)
+        policy.require_write(grants, thread.agent_id, thread.user_id)
         open_run = _open_run(recorder, thread)
         if open_run is not None:
             return open_run, False
@@ -193,13 +193,13 @@ def enqueue_run(task: Task, recorder: JobRecorder[Any], thread_id: str) -> None:
 
 
 def get_visible_run(
-    model: type[RunT], run_id: str, *, scope: Scope | None, not_found: type[NotFound]
+    model: type[RunT], run_id: str, *, grants: Grants | None, not_found: type[NotFound]
 ) -> RunT:
     """The run of ``model`` if the caller may see its thread; raises ``not_found``
     otherwise."""
     runs = model._default_manager.select_related("thread")
-    if scope is not None:
-        runs = runs.filter(thread__in=Thread.objects.visible_to(scope))
+    if grants is not None:
+        runs = runs.filter(thread__in=Thread.objects.visible_to(grants))
     run = runs.filter(pk=run_id).first() if storable_text(run_id) else None
     if run is None:
         raise not_found(str(run_id))

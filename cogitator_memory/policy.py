@@ -22,40 +22,40 @@ from collections.abc import Mapping
 from typing import Any
 
 from cogitator_memory.exceptions import NoGrant
-from cogitator_memory.scope import USER_ID_KEY, Scope
+from cogitator_memory.grants import USER_ID_KEY, Grants
 
 
-def require_write(scope: Scope | None, agent_id: str, user_id: str | None) -> None:
+def require_write(grants: Grants | None, agent_id: str, user_id: str | None) -> None:
     """Refuse (``NoGrant``) putting a thread of ``agent_id`` owned by ``user_id`` where
     ``scope`` does not reach; trusted code (``scope`` None) may do anything."""
-    if scope is not None and not scope.allows(agent_id, user_id):
-        raise NoGrant(agent_id, user_id, agent_granted=scope.allows_agent(agent_id))
+    if grants is not None and not grants.allows(agent_id, user_id):
+        raise NoGrant(agent_id, user_id, agent_granted=grants.allows_agent(agent_id))
 
 
-def require_create(scope: Scope | None, agent_id: str, metadata: Mapping[str, Any]) -> None:
+def require_create(grants: Grants | None, agent_id: str, metadata: Mapping[str, Any]) -> None:
     """The check made before an explicit id is looked up: the caller must be granted the
     agent, and the user the request names, if it names one. An upsert that names no user
     is checked again once the stored thread's user is known (``require_write``)."""
-    if scope is None:
+    if grants is None:
         return
     user_id = metadata.get(USER_ID_KEY)
-    if not scope.allows_agent(agent_id) or (
-        isinstance(user_id, str) and not scope.allows(agent_id, user_id)
+    if not grants.allows_agent(agent_id) or (
+        isinstance(user_id, str) and not grants.allows(agent_id, user_id)
     ):
         raise NoGrant(
             agent_id,
             user_id if isinstance(user_id, str) else None,
-            agent_granted=scope.allows_agent(agent_id),
+            agent_granted=grants.allows_agent(agent_id),
         )
 
 
-def can_see(scope: Scope | None, agent_id: str, user_id: str | None) -> bool:
+def can_see(grants: Grants | None, agent_id: str, user_id: str | None) -> bool:
     """Whether the caller may see (and so change) a thread of this agent and user."""
-    return scope is None or scope.allows(agent_id, user_id)
+    return grants is None or grants.allows(agent_id, user_id)
 
 
-def require_read(scope: Scope | None, agent_id: str, user_id: str | None) -> None:
+def require_read(grants: Grants | None, agent_id: str, user_id: str | None) -> None:
     """Refuse (``NoGrant``) reading the memory of ``agent_id`` and ``user_id`` (items,
     files, recall) named by id where ``scope`` does not reach: the same rule as a write,
     since a grant is for an agent's memory of its users, to read and to change."""
-    require_write(scope, agent_id, user_id)
+    require_write(grants, agent_id, user_id)

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from django.contrib.admin import AdminSite
 
     from cogitator_memory.context.built import BuiltContext
-    from cogitator_memory.scope import Scope
+    from cogitator_memory.grants import Grants
     from cogitator_memory.threads.models import Thread
 
 __all__ = ["ContextPreviewForm", "build_preview", "preview_context"]
@@ -132,7 +132,7 @@ class PreviewLink:
 
 
 def build_preview(
-    form: ContextPreviewForm, thread: Thread, *, access: Scope
+    form: ContextPreviewForm, thread: Thread, *, grants: Grants
 ) -> BuiltContext | None:
     """The context of ``thread`` the valid ``form`` asks for, as ``access`` may see it;
     None, with the builder's refusal added to the form, when the input cannot work.
@@ -159,7 +159,7 @@ def build_preview(
                 current_input=data["current_input"] or None,
                 leaf_id=data["leaf_id"] or None,
                 as_of=data["as_of"],
-                access=access,
+                grants=grants,
             )
             transaction.set_rollback(True)
     except (InvalidInput, EntryNotInThread) as exc:

@@ -27,7 +27,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from cogitator_memory.access.selectors import scope_for_user
+from cogitator_memory.access.selectors import grants_for_user
 from cogitator_memory.admin.file_diff import FileDiff, diff_texts
 from cogitator_memory.admin.filters import VisibleAgentFilter
 from cogitator_memory.admin.records import GrantScopedAdmin, ReadOnlyAdmin
@@ -37,7 +37,7 @@ from cogitator_memory.files.access import FileAccess
 from cogitator_memory.files.models import Author, MemoryFileHead, MemoryFileVersion
 from cogitator_memory.files.querysets import FileHeadQuerySet
 from cogitator_memory.files.services import MemoryFiles
-from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.grants import MemoryScope
 
 __all__ = ["MemoryFileHeadAdmin"]
 
@@ -209,7 +209,7 @@ class MemoryFileHeadAdmin(GrantScopedAdmin, ReadOnlyAdmin, LargeTableAdmin):
     actions = ()
     fieldsets = (
         (None, {"fields": ("path", ("sequence", "deleted", "size"), "updated_at")}),
-        (_("Scope"), {"fields": (("agent_id", "user_id"), ("project_id", "thread_id"))}),
+        (_("Grants"), {"fields": (("agent_id", "user_id"), ("project_id", "thread_id"))}),
         (_("Record"), {"classes": ("collapse",), "fields": ("version", "place_thread_id")}),
     )
     readonly_fields = (
@@ -247,7 +247,7 @@ class MemoryFileHeadAdmin(GrantScopedAdmin, ReadOnlyAdmin, LargeTableAdmin):
     def _access(self, request: HttpRequest, head: MemoryFileHead) -> FileAccess:
         """The file's own scope, as the staff user (their grants narrow the service)."""
         return FileAccess(
-            scope=MemoryScope.of(head), grants=scope_for_user(request.user), author=Author.USER
+            scope=MemoryScope.of(head), grants=grants_for_user(request.user), author=Author.USER
         )
 
     # --- the versions and their diff ---------------------------------------------------
@@ -256,7 +256,7 @@ class MemoryFileHeadAdmin(GrantScopedAdmin, ReadOnlyAdmin, LargeTableAdmin):
         """The file's versions, oldest first, back through renames; those of a scope the
         user's grants do not reach (a wider file this one was made from) left out. The
         content is not read, only its size."""
-        grants = scope_for_user(request.user)
+        grants = grants_for_user(request.user)
         chain = [
             version
             for version in MemoryFiles().history(

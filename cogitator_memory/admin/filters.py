@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
-from cogitator_memory.access.selectors import scope_for_user
+from cogitator_memory.access.selectors import grants_for_user
 
 if TYPE_CHECKING:
     from django.contrib.admin.views.main import ChangeList
@@ -112,7 +112,7 @@ class VisibleAgentFilter(AgentFilter):
     query of the table; for a superuser the first agents of the table."""
 
     def available_values(self, request: HttpRequest, model_admin: Any) -> list[str]:
-        scope = scope_for_user(request.user)
-        if scope.agent_ids is None:
+        grants = grants_for_user(request.user)
+        if grants.agent_ids is None:
             return super().available_values(request, model_admin)
-        return sorted(scope.agent_ids)[: self.choices_limit + 1]
+        return sorted(grants.agent_ids)[: self.choices_limit + 1]

@@ -33,14 +33,14 @@ from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
-from cogitator_memory.access.selectors import scope_for_user
+from cogitator_memory.access.selectors import grants_for_user
 from cogitator_memory.admin.filters import VisibleAgentFilter
 from cogitator_memory.admin.records import GrantScopedAdmin
 from cogitator_memory.admin.scale import LargeTableAdmin
 from cogitator_memory.exceptions import CogitatorMemoryError
+from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import Evidence, ItemStatus, MemoryItem
 from cogitator_memory.items.review import ACTIVATABLE, LETTABLE, REJECTABLE
-from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.services import MemoryItems, Slot
 from cogitator_memory.threads.text import entry_text
 
@@ -131,7 +131,7 @@ class MemoryItemAdmin(GrantScopedAdmin, LargeTableAdmin):
                 )
             },
         ),
-        (_("Scope"), {"fields": (("agent_id", "user_id"), ("project_id", "thread_id"))}),
+        (_("Grants"), {"fields": (("agent_id", "user_id"), ("project_id", "thread_id"))}),
         (
             _("Time"),
             {
@@ -263,21 +263,21 @@ class MemoryItemAdmin(GrantScopedAdmin, LargeTableAdmin):
     ) -> None:
         """Run one review action ("activate", "reject", "let_go") on every chosen item or
         none, as the reviewer (their grants narrow the service call too)."""
-        items, access = MemoryItems(), scope_for_user(request.user)
+        items, access = MemoryItems(), grants_for_user(request.user)
         runs: dict[str, tuple[Sequence[str], Callable[[list[str]], list[str]], str]] = {
             "activate": (
                 ACTIVATABLE,
-                lambda ids: items.activate(ids, access=access),
+                lambda ids: items.activate(ids, grants=access),
                 gettext("activated"),
             ),
             "reject": (
                 REJECTABLE,
-                lambda ids: items.reject(ids, reason, access=access),
+                lambda ids: items.reject(ids, reason, grants=access),
                 gettext("rejected: %(reason)s") % {"reason": reason},
             ),
             "let_go": (
                 LETTABLE,
-                lambda ids: items.let_go(ids, access=access),
+                lambda ids: items.let_go(ids, grants=access),
                 gettext("let go"),
             ),
         }
@@ -424,7 +424,7 @@ class MemoryItemAdmin(GrantScopedAdmin, LargeTableAdmin):
             history = MemoryItems().history(
                 MemoryScope.of(item),
                 Slot(item.subject_id, item.attribute),
-                access=scope_for_user(request.user),
+                grants=grants_for_user(request.user),
             )
             context.update(
                 quotes=self._quotes(item),

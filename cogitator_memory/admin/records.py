@@ -19,8 +19,8 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
-from cogitator_memory.access.selectors import scope_for_user
-from cogitator_memory.scope import Scope
+from cogitator_memory.access.selectors import grants_for_user
+from cogitator_memory.grants import Grants
 
 __all__ = ["GrantScopedAdmin", "ReadOnlyAdmin", "ThreadLinkAdmin"]
 
@@ -29,14 +29,14 @@ class GrantScopedAdmin(admin.ModelAdmin):
     """Rows narrowed to the staff user's grants: list, change page, actions and
     lookups all start from ``get_queryset``."""
 
-    def visible_rows(self, queryset: QuerySet[Any], scope: Scope) -> QuerySet[Any]:
+    def visible_rows(self, queryset: QuerySet[Any], grants: Grants) -> QuerySet[Any]:
         """The rows of ``queryset`` that ``scope`` may see: the queryset's own
         ``visible_to``; a model without one says how its rows are reached."""
-        visible: QuerySet[Any] = cast(Any, queryset).visible_to(scope)
+        visible: QuerySet[Any] = cast(Any, queryset).visible_to(grants)
         return visible
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        return self.visible_rows(super().get_queryset(request), scope_for_user(request.user))
+        return self.visible_rows(super().get_queryset(request), grants_for_user(request.user))
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -11,8 +11,8 @@ from django.utils.translation import gettext_lazy as _
 
 from cogitator_memory.admin.records import GrantScopedAdmin, ReadOnlyAdmin, ThreadLinkAdmin
 from cogitator_memory.admin.scale import LargeTableAdmin
+from cogitator_memory.grants import Grants
 from cogitator_memory.items.models import ExtractionRun
-from cogitator_memory.scope import Scope
 from cogitator_memory.threads.models import Thread
 
 
@@ -50,9 +50,9 @@ class ExtractionRunAdmin(GrantScopedAdmin, ReadOnlyAdmin, ThreadLinkAdmin, Large
         "updated_at",
     )
 
-    def visible_rows(self, queryset: QuerySet[Any], scope: Scope) -> QuerySet[Any]:
+    def visible_rows(self, queryset: QuerySet[Any], grants: Grants) -> QuerySet[Any]:
         # Runs are reached through their threads.
-        return queryset.filter(thread__in=Thread.objects.visible_to(scope))
+        return queryset.filter(thread__in=Thread.objects.visible_to(grants))
 
     @admin.display(description=_("windows"))
     def progress(self, obj: ExtractionRun) -> str:

@@ -10,7 +10,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
-from cogitator_memory.access.selectors import scope_for_user
+from cogitator_memory.access.selectors import grants_for_user
 from cogitator_memory.admin.filters import IndexedValuesFilter, VisibleAgentFilter
 from cogitator_memory.admin.records import GrantScopedAdmin, ReadOnlyAdmin, ThreadLinkAdmin
 from cogitator_memory.admin.scale import LargeTableAdmin
@@ -26,7 +26,7 @@ class ChannelTypeFilter(IndexedValuesFilter):
     parameter_name = "channel_type"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        if scope_for_user(request.user).is_unrestricted:
+        if grants_for_user(request.user).is_unrestricted:
             return super().lookups(request, model_admin)
         self.more_values = True
         return []

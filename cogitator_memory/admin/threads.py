@@ -32,7 +32,7 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from cogitator_memory import policy
-from cogitator_memory.access.selectors import scope_for_user
+from cogitator_memory.access.selectors import grants_for_user
 from cogitator_memory.admin.compaction import compaction_handoffs
 from cogitator_memory.admin.context_preview import (
     ContextPreviewForm,
@@ -49,7 +49,7 @@ from cogitator_memory.exceptions import (
     NoGrant,
     ThreadNotFound,
 )
-from cogitator_memory.scope import Scope, thread_owner
+from cogitator_memory.grants import Grants, thread_owner
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Entry, Thread
 from cogitator_memory.threads.validation import validate_thread_metadata
@@ -60,7 +60,7 @@ class ThreadAdminForm(forms.ModelForm):
     a user the staff user's grants reach (``policy.require_write``)."""
 
     # Set per request by ThreadAdmin.get_form: whose grants the change must stay within.
-    scope: Scope | None = None
+    grants: Grants | None = None
 
     class Meta:
         model = Thread
@@ -69,7 +69,7 @@ class ThreadAdminForm(forms.ModelForm):
     def clean_metadata(self) -> dict[str, Any]:
         try:
             metadata = validate_thread_metadata(self.cleaned_data.get("metadata"))
-            policy.require_write(self.scope, self.instance.agent_id, thread_owner(metadata))
+            policy.require_write(self.grants, self.instance.agent_id, thread_owner(metadata))
         except InvalidInput as exc:
             raise ValidationError(
                 [message for messages in exc.errors.values() for message in messages]
@@ -124,7 +124,7 @@ class ThreadAdmin(GrantScopedAdmin, LargeTableAdmin):
         self, request: HttpRequest, obj: Thread | None = None, change: bool = False, **kwargs: Any
     ) -> type[forms.ModelForm]:
         form = super().get_form(request, obj, change, **kwargs)
-        return type(form.__name__, (form,), {"scope": scope_for_user(request.user)})
+        return type(form.__name__, (form,), {"grants": grants_for_user(request.user)})
 
     def save_model(self, request: HttpRequest, obj: Thread, form: Any, change: bool) -> None:
         if "metadata" in form.changed_data:
@@ -133,7 +133,7 @@ class ThreadAdmin(GrantScopedAdmin, LargeTableAdmin):
                     obj.pk,
                     form.cleaned_data["metadata"],
                     replace=True,
-                    scope=scope_for_user(request.user),
+                    grants=grants_for_user(request.user),
                 )
             except NoGrant as exc:
                 # The grants changed between the form's check and the save.
@@ -165,10 +165,10 @@ class ThreadAdmin(GrantScopedAdmin, LargeTableAdmin):
 
     @staticmethod
     def _delete_threads(request: HttpRequest, thread_ids: Iterable[str]) -> None:
-        scope = scope_for_user(request.user)
+        grants = grants_for_user(request.user)
         for thread_id in thread_ids:
             try:
-                services.delete_thread(thread_id, scope=scope)
+                services.delete_thread(thread_id, grants=grants)
             except ThreadNotFound:
                 continue
 
@@ -267,7 +267,7 @@ class ThreadAdmin(GrantScopedAdmin, LargeTableAdmin):
         }
         if submitted and form.is_valid():
             try:
-                built = build_preview(form, thread, access=scope_for_user(request.user))
+                built = build_preview(form, thread, grants=grants_for_user(request.user))
             except ThreadNotFound as exc:
                 # The grants changed since the thread was read.
                 raise Http404(exc.message) from exc
@@ -308,7 +308,7 @@ class ThreadAdmin(GrantScopedAdmin, LargeTableAdmin):
             return HttpResponseRedirect(change_url)
         previous = thread.active_leaf_id
         try:
-            thread = move(thread.pk, entry_id, scope=scope_for_user(request.user))
+            thread = move(thread.pk, entry_id, grants=grants_for_user(request.user))
         except InvalidInput as exc:
             # The field name means nothing on this page; the messages say what is wrong.
             text = " ".join(message for field in exc.errors.values() for message in field)

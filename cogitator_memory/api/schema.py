@@ -31,7 +31,7 @@ from cogitator_memory.api.serializers.fields import TEXT_PATTERN, schema_pattern
 from cogitator_memory.api.serializers.items import ITEM_ID_MAX_LENGTH
 from cogitator_memory.api.serializers.sessions import SESSION_ID_MAX_LENGTH
 from cogitator_memory.api.serializers.threads import ENTRY_ID_MAX_LENGTH, THREAD_ID
-from cogitator_memory.scope import USER_ID_KEY, USER_ID_MAX_LENGTH
+from cogitator_memory.grants import USER_ID_KEY, USER_ID_MAX_LENGTH
 from cogitator_memory.threads.models import EVENT_TYPES, EntryType
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
-from cogitator_memory.api.scope import principal_key
+from cogitator_memory.api.grants import principal_key
 
 
 class PrincipalRateThrottle(SimpleRateThrottle):

@@ -24,9 +24,9 @@ from typing import Any
 from cogitator_memory import policy
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import ThreadNotFound
+from cogitator_memory.grants import Grants
 from cogitator_memory.jsondata import storable_text
 from cogitator_memory.llm.protocol import Message
-from cogitator_memory.scope import Scope
 from cogitator_memory.threads.models import Entry, EntryType, Thread
 from cogitator_memory.threads.paths import branch_chunks, doubling
 from cogitator_memory.threads.selectors import entry_in_thread
@@ -80,7 +80,7 @@ def compacted_history(path: Sequence[Entry]) -> list[Entry]:
 
 
 def read_compacted_history(
-    thread_id: str, leaf_id: str | None = None, *, scope: Scope | None = None
+    thread_id: str, leaf_id: str | None = None, *, grants: Grants | None = None
 ) -> list[Entry]:
     """The compacted history of the branch ending at ``leaf_id`` (the active leaf by
     default), read from the leaf back to the first kept entry of the newest compaction
@@ -90,7 +90,7 @@ def read_compacted_history(
     ``EntryNotInThread`` for a leaf of another thread.
     """
     thread = Thread.objects.filter(pk=thread_id).first() if storable_text(thread_id) else None
-    if thread is None or not policy.can_see(scope, thread.agent_id, thread.user_id):
+    if thread is None or not policy.can_see(grants, thread.agent_id, thread.user_id):
         raise ThreadNotFound(str(thread_id))
     start = (
         entry_in_thread(leaf_id, thread_id, field="leaf_id").pk

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from cogitator_memory.compaction.models import CompactionRun
 from cogitator_memory.exceptions import CompactionRunNotFound
+from cogitator_memory.grants import Grants
 from cogitator_memory.jobs import (
     LOST_AFTER,
     OPEN_RUN_STATUSES,
@@ -20,13 +21,12 @@ from cogitator_memory.jobs import (
     request_run,
 )
 from cogitator_memory.llm.registry import require_summarizer
-from cogitator_memory.scope import Scope
 
 __all__ = ["LOST_AFTER", "CompactionRecorder", "get_compaction_run", "request_compaction"]
 
 
 def request_compaction(
-    thread_id: str, *, scope: Scope | None = None, forced: bool = True
+    thread_id: str, *, grants: Grants | None = None, forced: bool = True
 ) -> tuple[CompactionRun, bool]:
     """Compact the thread in the background, or join the run already open for it.
     Returns ``(run, created)``. ``forced`` compacts whatever the thread's size (a request
@@ -34,7 +34,9 @@ def request_compaction(
     for a thread the caller cannot see, ``NoGrant``, and ``LLMUnavailable`` when no model
     is configured."""
     require_summarizer("Compaction")
-    return request_run(CompactionRecorder, thread_id, scope=scope, enqueue=_enqueue, forced=forced)
+    return request_run(
+        CompactionRecorder, thread_id, grants=grants, enqueue=_enqueue, forced=forced
+    )
 
 
 def _enqueue(run_id: str, thread_id: str) -> None:
@@ -43,9 +45,9 @@ def _enqueue(run_id: str, thread_id: str) -> None:
     enqueue_run(compact_thread, CompactionRecorder(run_id), thread_id)
 
 
-def get_compaction_run(run_id: str, *, scope: Scope | None = None) -> CompactionRun:
+def get_compaction_run(run_id: str, *, grants: Grants | None = None) -> CompactionRun:
     """The run if the caller may see its thread; ``CompactionRunNotFound`` otherwise."""
-    return get_visible_run(CompactionRun, run_id, scope=scope, not_found=CompactionRunNotFound)
+    return get_visible_run(CompactionRun, run_id, grants=grants, not_found=CompactionRunNotFound)
 
 
 class CompactionRecorder(JobRecorder[CompactionRun]):

@@ -34,9 +34,9 @@ from cogitator_memory.compaction.history import (
     read_compacted_history,
 )
 from cogitator_memory.exceptions import CompactionStale
+from cogitator_memory.grants import Grants
 from cogitator_memory.llm.protocol import Message, Summarize
 from cogitator_memory.llm.registry import require_summarizer
-from cogitator_memory.scope import Scope
 from cogitator_memory.threads import services as thread_services
 from cogitator_memory.threads.locking import lock_thread
 from cogitator_memory.threads.models import CONVERSATION_TYPES, Entry, Role
@@ -127,7 +127,7 @@ class CompactionService:
         thread_id: str,
         config: CompactionConfig,
         *,
-        scope: Scope | None = None,
+        grants: Grants | None = None,
         force: bool = False,
         after_write: Callable[[Entry], None] | None = None,
     ) -> Entry | None:
@@ -142,14 +142,14 @@ class CompactionService:
         ``CompactionDropsOpenItems`` (hierarchical) when the new levels would lose an item
         the previous ones held open (nothing written).
         """
-        plan = plan_compaction(read_compacted_history(thread_id, scope=scope), config)
+        plan = plan_compaction(read_compacted_history(thread_id, grants=grants), config)
         if not plan.summarized or not (force or threshold_crossed(plan, config)):
             return None
         if config.strategy == "hierarchical":
             event = self._hierarchical_event(thread_id, plan, config)
         else:
             event = self._summary_event(plan, config)
-        return write_compaction(thread_id, plan, event, scope=scope, after_write=after_write)
+        return write_compaction(thread_id, plan, event, grants=grants, after_write=after_write)
 
     def _summary_event(self, plan: CompactionPlan, config: CompactionConfig) -> dict[str, Any]:
         messages: list[Message] = []
@@ -179,7 +179,7 @@ def write_compaction(
     plan: CompactionPlan,
     event: dict[str, Any],
     *,
-    scope: Scope | None = None,
+    grants: Grants | None = None,
     after_write: Callable[[Entry], None] | None = None,
 ) -> Entry:
     """Append the compaction entry in one locked transaction, after checking that what it
@@ -189,7 +189,7 @@ def write_compaction(
     if plan.previous is not None:
         covered.append(plan.previous.pk)
     with transaction.atomic():
-        thread = lock_thread(thread_id, scope=scope)
+        thread = lock_thread(thread_id, grants=grants)
         standing = Entry.objects.filter(
             pk__in=covered, thread_id=thread.pk, redaction__isnull=True
         ).count()
@@ -219,7 +219,7 @@ def write_compaction(
             "covered_to_entry_id": covered_to,
         }
         entry = thread_services.add_entry(
-            thread.pk, type=COMPACTION, role=Role.SYSTEM, event=full_event, scope=scope
+            thread.pk, type=COMPACTION, role=Role.SYSTEM, event=full_event, grants=grants
         )
         if after_write is not None:
             after_write(entry)

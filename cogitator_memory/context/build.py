@@ -42,15 +42,15 @@ from cogitator_memory.context.turn_context import (
     turn_groups,
 )
 from cogitator_memory.exceptions import EntryNotInThread, ThreadNotFound
-from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.grants import MemoryScope
 from cogitator_memory.threads.models import CONVERSATION_TYPES, Thread
 from cogitator_memory.tokens import count_tokens
 
 if TYPE_CHECKING:
     from cogitator_memory.context.builder import ContextBuilder
     from cogitator_memory.context.seams import Observation
+    from cogitator_memory.grants import Grants
     from cogitator_memory.items.models import MemoryItem
-    from cogitator_memory.scope import Scope
     from cogitator_memory.threads.models import Entry
 
 logger = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ class ContextBuild:
         leaf_id: str | None,
         as_of: datetime,
         time_zone: str,
-        access: Scope | None,
+        grants: Grants | None,
     ) -> None:
         self.builder = builder
         self.config = builder.config
@@ -115,7 +115,7 @@ class ContextBuild:
         self.leaf_id = leaf_id
         self.as_of = as_of
         self.time_zone = time_zone
-        self.access = access
+        self.grants = grants
         self.errors: list[ContextBuildError] = []
         self.warnings: list[str] = []
         self.summary: Entry | None = None
@@ -192,7 +192,7 @@ class ContextBuild:
             lambda: read_history(
                 self.thread_id,
                 self.leaf_id,
-                scope=self.access,
+                grants=self.grants,
                 enough=bound,
                 first_step=first_step,
             ),
@@ -274,7 +274,7 @@ class ContextBuild:
         items = self.builder.memory_items()
         return self.attempt(
             "facts",
-            lambda: items.recallable(self.memory_scope, as_of=self.as_of, access=self.access),
+            lambda: items.recallable(self.memory_scope, as_of=self.as_of, grants=self.grants),
             None,
         )
 
@@ -290,7 +290,7 @@ class ContextBuild:
             items = self.builder.memory_items()
             read = self.attempt(
                 "facts",
-                lambda: read_facts(items, self.memory_scope, as_of=self.as_of, access=self.access),
+                lambda: read_facts(items, self.memory_scope, as_of=self.as_of, grants=self.grants),
                 None,
             )
         if read is None:
@@ -305,7 +305,7 @@ class ContextBuild:
             return []
         none_found: list[Observation] = []
         found = self.attempt(
-            "facts", lambda: list(source.read(self.memory_scope, access=self.access)), none_found
+            "facts", lambda: list(source.read(self.memory_scope, grants=self.grants)), none_found
         )
         return observation_blocks(
             observations_for_turn(found, self.current_input, recalled_item_ids)
@@ -325,7 +325,7 @@ class ContextBuild:
                 agent_id=self.agent_id,
                 service=service,
                 store=self.builder.store(),
-                access=self.access,
+                grants=self.grants,
                 include_shared=self.builder.deps.include_shared,
             ),
             [],
@@ -343,7 +343,7 @@ class ContextBuild:
                 user_id=self.user_id,
                 input=self.current_input,
                 as_of=self.as_of,
-                access=self.access,
+                grants=self.grants,
             ),
             None,
         )

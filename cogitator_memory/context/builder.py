@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from cogitator_memory.context.built import BuiltContext
     from cogitator_memory.context.seams import Retriever
     from cogitator_memory.embeddings.types import EmbeddingStore
-    from cogitator_memory.scope import Scope
+    from cogitator_memory.grants import Grants
 
 __all__ = ["ContextBuilder"]
 
@@ -132,7 +132,7 @@ class ContextBuilder:
         leaf_id: str | None = None,
         as_of: datetime | None = None,
         time_zone: str | None = None,
-        access: Scope | None = None,
+        grants: Grants | None = None,
     ) -> BuiltContext:
         """The context of ``thread_id`` (its active branch, or the branch ending at
         ``leaf_id``) for ``agent_id`` and ``user_id``, read ``as_of`` (now by default) in
@@ -175,6 +175,6 @@ class ContextBuilder:
             leaf_id=leaf_id,
             as_of=as_of or self.deps.clock(),
             time_zone=zone,
-            access=access,
+            grants=grants,
         )
         return run.build()

@@ -25,10 +25,9 @@ from cogitator_memory.context.turn_context import (
     line_tokens,
     turn_groups,
 )
+from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.items.models import ItemKind, ItemStatus, MemoryItem
-from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.services import MemoryItems, same_value
-from cogitator_memory.scope import Scope
 
 __all__ = [
     "MAX_OBSERVATIONS",
@@ -76,7 +75,7 @@ def one_state_per_slot(items: Iterable[MemoryItem]) -> list[MemoryItem]:
 
 
 def previous_values(
-    items: Sequence[MemoryItem], scope: MemoryScope, *, access: Scope | None
+    items: Sequence[MemoryItem], scope: MemoryScope, *, grants: Grants | None
 ) -> dict[str, str]:
     """For each item (by id), the value of the state it replaced, when the run sees that
     state and memory did not let it go; items that replaced nothing are left out."""
@@ -88,8 +87,8 @@ def previous_values(
         attribute__in=sorted({item.attribute for item in items}),
         subject__key__in=sorted({item.subject.key for item in items}),
     )
-    if access is not None:
-        earlier = earlier.visible_to(access)
+    if grants is not None:
+        earlier = earlier.visible_to(grants)
     return replaced_values(items, earlier.select_related("subject"))
 
 
@@ -121,11 +120,11 @@ class FactsRead:
 
 
 def read_facts(
-    items: MemoryItems, scope: MemoryScope, *, as_of: datetime, access: Scope | None
+    items: MemoryItems, scope: MemoryScope, *, as_of: datetime, grants: Grants | None
 ) -> FactsRead:
     """The facts of a run of ``scope`` at ``as_of``. Raises what the store raises."""
-    facts = one_state_per_slot(items.query(scope, as_of=as_of, access=access))
-    return FactsRead(facts, previous_values(facts, scope, access=access))
+    facts = one_state_per_slot(items.query(scope, as_of=as_of, grants=grants))
+    return FactsRead(facts, previous_values(facts, scope, grants=grants))
 
 
 def facts_among(recallable: Sequence[MemoryItem], as_of: datetime) -> FactsRead:

@@ -65,7 +65,7 @@ def recall_for_turn(
             cosines=cosines,
             items=items,
             scope=run.memory_scope,
-            access=run.access,
+            grants=run.grants,
             limit=RECALL_LIMIT,
             **where,
         ),

@@ -17,8 +17,8 @@ from cogitator_memory import policy
 from cogitator_memory.compaction.history import COMPACTION, read_compacted_history
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import ThreadNotFound
+from cogitator_memory.grants import Grants
 from cogitator_memory.jsondata import storable_text
-from cogitator_memory.scope import Scope
 from cogitator_memory.threads.models import CONVERSATION_TYPES, Entry, Thread
 from cogitator_memory.threads.paths import branch_chunks, doubling
 from cogitator_memory.threads.selectors import entry_in_thread
@@ -41,7 +41,7 @@ def read_history(
     thread_id: str,
     leaf_id: str | None = None,
     *,
-    scope: Scope | None = None,
+    grants: Grants | None = None,
     enough: Callable[[Entry], bool] | None = None,
     first_step: int = FIRST_STEP,
 ) -> HistoryRead:
@@ -54,9 +54,9 @@ def read_history(
     ``EntryNotInThread`` for a leaf of another thread.
     """
     if enough is None or Entry.objects.filter(type=COMPACTION, thread_id=thread_id).exists():
-        return HistoryRead(read_compacted_history(thread_id, leaf_id, scope=scope), True)
+        return HistoryRead(read_compacted_history(thread_id, leaf_id, grants=grants), True)
     thread = Thread.objects.filter(pk=thread_id).first() if storable_text(thread_id) else None
-    if thread is None or not policy.can_see(scope, thread.agent_id, thread.user_id):
+    if thread is None or not policy.can_see(grants, thread.agent_id, thread.user_id):
         raise ThreadNotFound(str(thread_id))
     start = (
         entry_in_thread(leaf_id, thread_id, field="leaf_id").pk

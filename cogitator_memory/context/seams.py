@@ -9,9 +9,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from cogitator_memory.grants import Grants, MemoryScope
     from cogitator_memory.items.models import MemoryItem
-    from cogitator_memory.items.scopes import MemoryScope
-    from cogitator_memory.scope import Scope
     from cogitator_memory.search.retrieval_types import Retrieval
     from cogitator_memory.threads.models import Entry
 
@@ -45,7 +44,7 @@ class Retriever(Protocol):
         items: Sequence[MemoryItem] | None = None,
         scope: MemoryScope | None = None,
         item_cosines: dict[str, float] | None = None,
-        access: Scope | None = None,
+        grants: Grants | None = None,
         limit: int = 20,
         leaf_id: str | None = None,
     ) -> Retrieval: ...
@@ -78,7 +77,7 @@ class GraphContextSource(Protocol):
         user_id: str | None,
         input: str | None,
         as_of: datetime,
-        access: Scope | None,
+        grants: Grants | None,
     ) -> GraphContext: ...
 
 
@@ -96,4 +95,6 @@ class Observation:
 class ObservationSource(Protocol):
     """The observations a run of ``scope`` may read (the between-runs work fills it)."""
 
-    def read(self, scope: MemoryScope, *, access: Scope | None = None) -> Sequence[Observation]: ...
+    def read(
+        self, scope: MemoryScope, *, grants: Grants | None = None
+    ) -> Sequence[Observation]: ...

@@ -8,7 +8,7 @@ from cogitator_memory.context.turn_context import RELEVANT_CONTEXT, line_tokens,
 from cogitator_memory.embeddings.message_index import MESSAGE_SOURCE_TYPE
 from cogitator_memory.embeddings.services import EmbeddingService
 from cogitator_memory.embeddings.types import EmbeddingFilter, EmbeddingStore, SearchHit
-from cogitator_memory.scope import Scope
+from cogitator_memory.grants import Grants
 from cogitator_memory.search.hybrid import semantic_search
 
 __all__ = ["SEMANTIC_RESULTS", "search_results", "semantic_blocks"]
@@ -23,7 +23,7 @@ def search_results(
     agent_id: str,
     service: EmbeddingService,
     store: EmbeddingStore,
-    access: Scope | None,
+    grants: Grants | None,
     limit: int = SEMANTIC_RESULTS,
     include_shared: bool = True,
 ) -> list[SearchHit]:
@@ -36,7 +36,7 @@ def search_results(
         filter=EmbeddingFilter(agent_id=agent_id),
         store=store,
         service=service,
-        scope=access,
+        grants=grants,
         include_shared=include_shared,
     )
     return [hit for hit in hits if hit.embedding.source_type != MESSAGE_SOURCE_TYPE][:limit]

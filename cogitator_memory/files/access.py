@@ -8,9 +8,8 @@ from dataclasses import dataclass, field
 from cogitator_memory.exceptions import InvalidInput
 from cogitator_memory.files.models import Author
 from cogitator_memory.files.paths import reserved_paths
-from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.jsondata import storable_text
-from cogitator_memory.scope import Scope
 
 Observer = Callable[[str, str | None], None]
 
@@ -66,7 +65,7 @@ class FileAccess:
     reserved: tuple[str, ...] = ()
     observe: Observer | None = None
     seen: SeenVersions | None = None
-    grants: Scope | None = None
+    grants: Grants | None = None
     author: str = Author.MODEL
     _reserved: tuple[str, ...] = field(init=False, repr=False, compare=False)
 

@@ -7,9 +7,7 @@ from typing import TYPE_CHECKING
 
 from django.db import connections, models, router
 
-from cogitator_memory.items.querysets import memory_scope_q
-from cogitator_memory.items.scopes import MemoryScope
-from cogitator_memory.scope import Scope, scope_condition
+from cogitator_memory.grants import ScopedQuerySet
 
 if TYPE_CHECKING:
     from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion  # noqa: F401
@@ -50,30 +48,12 @@ def _vendor() -> str:
     return connections[router.db_for_read(MemoryFileHead)].vendor
 
 
-class FileVersionQuerySet(models.QuerySet["MemoryFileVersion"]):
-    def visible_to(self, access: Scope) -> FileVersionQuerySet:
-        """Versions the caller of ``access`` may see (``scope.scope_condition``)."""
-        condition = scope_condition(access, agent_field="agent_id", user_field="user_id")
-        return self.none() if condition is None else self.filter(condition)
-
-    def seen_from(self, scope: MemoryScope) -> FileVersionQuerySet:
-        """Versions a run of ``scope`` sees: its scope's and those shared wider."""
-        return self.filter(memory_scope_q(scope))
-
+class FileVersionQuerySet(ScopedQuerySet["MemoryFileVersion"]):
     def of_scope_key(self, key: str) -> FileVersionQuerySet:
         return self.filter(scope_key=key)
 
 
-class FileHeadQuerySet(models.QuerySet["MemoryFileHead"]):
-    def visible_to(self, access: Scope) -> FileHeadQuerySet:
-        """Heads the caller of ``access`` may see (``scope.scope_condition``)."""
-        condition = scope_condition(access, agent_field="agent_id", user_field="user_id")
-        return self.none() if condition is None else self.filter(condition)
-
-    def seen_from(self, scope: MemoryScope) -> FileHeadQuerySet:
-        """Heads a run of ``scope`` sees: its scope's and those shared wider."""
-        return self.filter(memory_scope_q(scope))
-
+class FileHeadQuerySet(ScopedQuerySet["MemoryFileHead"]):
     def at_or_under(self, path: str) -> FileHeadQuerySet:
         """Heads of ``path`` itself and of every path under it."""
         if path == "/memories":

@@ -45,7 +45,7 @@ from cogitator_memory.files.store import (
     target_scope,
     write_versions,
 )
-from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.grants import MemoryScope
 from cogitator_memory.jsondata import text_problem
 from cogitator_memory.threads.models import REDACTED_TEXT
 from cogitator_memory.threads.selectors import entry_in_thread

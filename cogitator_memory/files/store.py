@@ -27,7 +27,7 @@ from cogitator_memory.files.access import FileAccess
 from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion, scope_key
 from cogitator_memory.files.paths import is_at_or_under
 from cogitator_memory.files.querysets import on_branch_q, under_q
-from cogitator_memory.items.scopes import SCOPE_FIELDS, MemoryScope
+from cogitator_memory.grants import SCOPE_FIELDS, MemoryScope
 from cogitator_memory.threads.selectors import get_path
 
 __all__ = [

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
 
 from cogitator_memory.exceptions import ExtractionAnswerError, InvalidInput
+from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.extraction import (
     EXTRACTION_CONTINUATION_PROMPT,
     EXTRACTION_PROMPT,
@@ -33,7 +34,6 @@ from cogitator_memory.items.extraction import (
     parse_extraction,
 )
 from cogitator_memory.items.models import TRUST_RANK, ItemKind, Trust
-from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem, Written
 from cogitator_memory.items.timing import resolve_time
 from cogitator_memory.lineage import quote_holds

@@ -22,8 +22,8 @@ from typing import Any
 from django.db import transaction
 
 from cogitator_memory.exceptions import InvalidItem, ItemNotFound
+from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import Entity, ItemKind, MemoryItem, Trust
-from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem, Slot, entity_key
 from cogitator_memory.jsondata import text_problem
 

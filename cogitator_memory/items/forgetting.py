@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from django.db.models import Count, Q
 
+from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import Entity, Evidence, MemoryItem
-from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.services import MemoryItems, Slot, layout_slot
 
 __all__ = ["ItemsOnEntries"]

@@ -18,13 +18,13 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from cogitator_memory.grants import USER_ID_MAX_LENGTH
 from cogitator_memory.items.querysets import EntityQuerySet, EvidenceQuerySet, ItemQuerySet
 
 # Run statuses are shared by every job of record; imported from here before they were.
 from cogitator_memory.jobs import OPEN_RUN_STATUSES as OPEN_RUN_STATUSES
 from cogitator_memory.jobs import JobRun, run_constraints
 from cogitator_memory.jobs import RunStatus as RunStatus
-from cogitator_memory.scope import USER_ID_MAX_LENGTH
 
 SCOPE_ID_MAX_LENGTH = 255
 

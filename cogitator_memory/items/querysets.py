@@ -7,50 +7,13 @@ from typing import TYPE_CHECKING
 
 from django.db import models
 
-from cogitator_memory.items.scopes import MemoryScope
-from cogitator_memory.scope import Scope, scope_condition
+from cogitator_memory.grants import ScopedQuerySet
 
 if TYPE_CHECKING:
     from cogitator_memory.items.models import Entity, Evidence, MemoryItem  # noqa: F401
 
 
-def memory_scope_q(scope: MemoryScope, *, prefix: str = "") -> models.Q:
-    """Rows a ``MemoryScope`` sees: its agent's, of its user or of no user, of its project
-    or of none, of its thread or of none (a narrower scope sees what is shared wider)."""
-    condition = models.Q(**{f"{prefix}agent_id": scope.agent_id})
-    for field in ("user_id", "project_id", "thread_id"):
-        value = getattr(scope, field)
-        shared = models.Q(**{f"{prefix}{field}__isnull": True})
-        condition &= shared if value is None else shared | models.Q(**{f"{prefix}{field}": value})
-    return condition
-
-
-def exact_scope_q(scope: MemoryScope, *, prefix: str = "") -> models.Q:
-    """Rows of exactly this scope (the slot layout works within one exact scope)."""
-    condition = models.Q(**{f"{prefix}agent_id": scope.agent_id})
-    for field in ("user_id", "project_id", "thread_id"):
-        value = getattr(scope, field)
-        condition &= models.Q(
-            **({f"{prefix}{field}__isnull": True} if value is None else {f"{prefix}{field}": value})
-        )
-    return condition
-
-
-class ItemQuerySet(models.QuerySet["MemoryItem"]):
-    def visible_to(self, access: Scope) -> ItemQuerySet:
-        """Items the caller of ``access`` may see (``scope.scope_condition`` on the item's
-        agent and user)."""
-        condition = scope_condition(access, agent_field="agent_id", user_field="user_id")
-        return self.none() if condition is None else self.filter(condition)
-
-    def seen_from(self, scope: MemoryScope) -> ItemQuerySet:
-        """Items a run of ``scope`` sees: its own and those shared wider in its agent."""
-        return self.filter(memory_scope_q(scope))
-
-    def of_exact_scope(self, scope: MemoryScope) -> ItemQuerySet:
-        """Items of exactly this scope."""
-        return self.filter(exact_scope_q(scope))
-
+class ItemQuerySet(ScopedQuerySet["MemoryItem"]):
     def of_slot(self, subject_id: str, attribute: str) -> ItemQuerySet:
         """The states of one slot: a subject's attribute."""
         return self.filter(subject_id=subject_id, attribute=attribute)
@@ -96,13 +59,8 @@ def known_at_q(moment: datetime) -> models.Q:
     )
 
 
-class EntityQuerySet(models.QuerySet["Entity"]):
-    def visible_to(self, access: Scope) -> EntityQuerySet:
-        condition = scope_condition(access, agent_field="agent_id", user_field="user_id")
-        return self.none() if condition is None else self.filter(condition)
-
-    def seen_from(self, scope: MemoryScope) -> EntityQuerySet:
-        return self.filter(memory_scope_q(scope))
+class EntityQuerySet(ScopedQuerySet["Entity"]):
+    pass
 
 
 class EvidenceQuerySet(models.QuerySet["Evidence"]):

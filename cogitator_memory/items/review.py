@@ -11,9 +11,9 @@ from typing import Any
 from django.db import transaction
 
 from cogitator_memory.exceptions import ItemNotFound, ItemNotReviewable
+from cogitator_memory.grants import Grants
 from cogitator_memory.items.models import ItemStatus, MemoryItem
 from cogitator_memory.items.services import MemoryItems
-from cogitator_memory.scope import Scope
 
 __all__ = [
     "ACTIVATABLE",
@@ -34,7 +34,7 @@ LETTABLE = REJECTABLE
 class ReviewAction:
     name: str
     allowed: tuple[str, ...]
-    run: Callable[[MemoryItems, list[str], str, Scope | None], list[str]]
+    run: Callable[[MemoryItems, list[str], str, Grants | None], list[str]]
 
     @property
     def permission(self) -> str:
@@ -48,17 +48,17 @@ REVIEW_ACTIONS = {
         ReviewAction(
             "activate",
             ACTIVATABLE,
-            lambda items, ids, reason, access: items.activate(ids, access=access),
+            lambda items, ids, reason, access: items.activate(ids, grants=access),
         ),
         ReviewAction(
             "reject",
             REJECTABLE,
-            lambda items, ids, reason, access: items.reject(ids, reason, access=access),
+            lambda items, ids, reason, access: items.reject(ids, reason, grants=access),
         ),
         ReviewAction(
             "let_go",
             LETTABLE,
-            lambda items, ids, reason, access: items.let_go(ids, access=access),
+            lambda items, ids, reason, access: items.let_go(ids, grants=access),
         ),
     )
 }
@@ -70,14 +70,16 @@ def may_review(user: Any, action: str) -> bool:
 
 
 @transaction.atomic
-def review_item(item_id: str, action: str, *, access: Scope | None, reason: str = "") -> MemoryItem:
+def review_item(
+    item_id: str, action: str, *, grants: Grants | None, reason: str = ""
+) -> MemoryItem:
     """Run one review on one item the caller may see and return it as it now stands.
     Raises ``ItemNotFound``, ``ItemNotReviewable`` for a status the action does not take,
     and ``InvalidItem`` for a rejection without a reason."""
     review = REVIEW_ACTIONS[action]
-    if not review.run(MemoryItems(), [item_id], reason, access):
+    if not review.run(MemoryItems(), [item_id], reason, grants):
         items = (
-            MemoryItem.objects.all() if access is None else MemoryItem.objects.visible_to(access)
+            MemoryItem.objects.all() if grants is None else MemoryItem.objects.visible_to(grants)
         )
         item = items.filter(pk=item_id).first()
         if item is None:

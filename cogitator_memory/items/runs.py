@@ -11,6 +11,7 @@ shared machinery, and what becomes of a lost run, is in ``cogitator_memory.jobs`
 from __future__ import annotations
 
 from cogitator_memory.exceptions import ExtractionRunNotFound
+from cogitator_memory.grants import Grants
 from cogitator_memory.items.models import ExtractionRun
 from cogitator_memory.items.thread_extraction import ThreadExtraction
 from cogitator_memory.jobs import (
@@ -24,7 +25,6 @@ from cogitator_memory.jobs import (
     request_run,
 )
 from cogitator_memory.llm.registry import require_summarizer
-from cogitator_memory.scope import Scope
 
 __all__ = [
     "ENQUEUE_FAILED",
@@ -37,12 +37,14 @@ __all__ = [
 ]
 
 
-def request_extraction(thread_id: str, *, scope: Scope | None = None) -> tuple[ExtractionRun, bool]:
+def request_extraction(
+    thread_id: str, *, grants: Grants | None = None
+) -> tuple[ExtractionRun, bool]:
     """Extract the thread's unread windows in the background, or join the run already
     open for it. Returns ``(run, created)``. Raises ``ThreadNotFound`` for a thread the
     caller cannot see, ``NoGrant``, and ``LLMUnavailable`` when no model is configured."""
     require_summarizer("Extraction of memory items")
-    return request_run(RunRecorder, thread_id, scope=scope, enqueue=_enqueue)
+    return request_run(RunRecorder, thread_id, grants=grants, enqueue=_enqueue)
 
 
 def _enqueue(run_id: str, thread_id: str) -> None:
@@ -52,9 +54,9 @@ def _enqueue(run_id: str, thread_id: str) -> None:
     enqueue_run(extract_thread_task, RunRecorder(run_id), thread_id)
 
 
-def get_run(run_id: str, *, scope: Scope | None = None) -> ExtractionRun:
+def get_run(run_id: str, *, grants: Grants | None = None) -> ExtractionRun:
     """The run if the caller may see its thread; ``ExtractionRunNotFound`` otherwise."""
-    return get_visible_run(ExtractionRun, run_id, scope=scope, not_found=ExtractionRunNotFound)
+    return get_visible_run(ExtractionRun, run_id, grants=grants, not_found=ExtractionRunNotFound)
 
 
 class RunRecorder(JobRecorder[ExtractionRun]):

@@ -30,6 +30,7 @@ from django.utils import timezone
 from cogitator_memory import policy, signals
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import InvalidItem
+from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.items.models import (
     TRUST_RANK,
     Entity,
@@ -40,12 +41,10 @@ from cogitator_memory.items.models import (
     Trust,
 )
 from cogitator_memory.items.querysets import ItemQuerySet
-from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.selectors import DEFAULT_HELD_STATUSES, held
 from cogitator_memory.jsondata import json_problem, text_problem
 from cogitator_memory.lineage import Quote, verify_evidence
 from cogitator_memory.prepared import prepares_statements
-from cogitator_memory.scope import Scope
 from cogitator_memory.threads.models import Entry, Thread
 
 __all__ = [
@@ -285,7 +284,7 @@ class MemoryItems:
         return entity, slots.get(entity.pk, []), now
 
     def _checked_quotes(
-        self, scope: MemoryScope, evidence: Sequence[NewEvidence], access: Scope | None
+        self, scope: MemoryScope, evidence: Sequence[NewEvidence], grants: Grants | None
     ) -> list[tuple[NewEvidence, Entry | None, bool]]:
         """Each quote, the entry it may stand on, and whether it holds there. Only entries
         of threads of the item's agent count (and, with ``access``, only those the caller
@@ -294,8 +293,8 @@ class MemoryItems:
         found: dict[str, Entry] = {}
         if ids:
             entries = Entry.objects.filter(pk__in=ids, thread__agent_id=scope.agent_id)
-            if access is not None:
-                entries = entries.visible_to(access)
+            if grants is not None:
+                entries = entries.visible_to(grants)
             found = {entry.pk: entry for entry in entries}
         checked = []
         for quote in evidence:
@@ -317,7 +316,7 @@ class MemoryItems:
         scope: MemoryScope,
         new: NewItem,
         *,
-        access: Scope | None = None,
+        grants: Grants | None = None,
         activate: bool = True,
     ) -> Written:
         """Write a statement into ``scope``: a new state of its slot, or a merge into the
@@ -325,7 +324,7 @@ class MemoryItems:
         leaves a new item suggested whoever said it. Raises ``InvalidItem`` and, with
         ``access``, ``NoGrant`` for a scope the caller's grants do not reach."""
         _check_new_item(new)
-        policy.require_write(access, scope.agent_id, scope.user_id)
+        policy.require_write(grants, scope.agent_id, scope.user_id)
         self._lock_quoted_threads(new.evidence)
         # The agent's lock is taken by the read below, first.
         said_at = self.clock()
@@ -336,7 +335,7 @@ class MemoryItems:
         entity, read, now = self._entity_slot_and_recorded_at(
             scope, new, said_at, (*OPEN_STATUSES, ItemStatus.LET_GO)
         )
-        quotes = self._checked_quotes(scope, new.evidence, access)
+        quotes = self._checked_quotes(scope, new.evidence, grants)
         verified = any(holds for _quote, _entry, holds in quotes)
         latest = next((state for state in reversed(read) if state.status in OPEN_STATUSES), None)
         states: list[SlotState | MemoryItem] = list(read)
@@ -455,15 +454,15 @@ class MemoryItems:
         self,
         ids: Iterable[str],
         *,
-        access: Scope | None,
+        grants: Grants | None,
         from_statuses: Sequence[str] | None,
         apply: Callable[[MemoryItem, datetime], None],
     ) -> list[str]:
         """Change the items of ``ids`` the caller may see (of ``from_statuses``), lay
         their slots out again, and return the ids changed."""
         items = MemoryItem.objects.filter(pk__in=list(dict.fromkeys(ids)))
-        if access is not None:
-            items = items.visible_to(access)
+        if grants is not None:
+            items = items.visible_to(grants)
         if from_statuses is not None:
             items = items.filter(status__in=list(from_statuses))
         changed: list[str] = []
@@ -481,7 +480,7 @@ class MemoryItems:
         return changed
 
     @transaction.atomic
-    def activate(self, ids: Iterable[str], *, access: Scope | None = None) -> list[str]:
+    def activate(self, ids: Iterable[str], *, grants: Grants | None = None) -> list[str]:
         """A reviewer's approval: suggested (or stale) items become active. Returns the
         ids activated."""
 
@@ -493,13 +492,13 @@ class MemoryItems:
 
         return self._change(
             ids,
-            access=access,
+            grants=grants,
             from_statuses=[ItemStatus.SUGGESTED, ItemStatus.STALE],
             apply=apply,
         )
 
     @transaction.atomic
-    def reject(self, ids: Iterable[str], reason: str, *, access: Scope | None = None) -> list[str]:
+    def reject(self, ids: Iterable[str], reason: str, *, grants: Grants | None = None) -> list[str]:
         """A reviewer's refusal: the items become stale with the reason, out of every
         context, kept for the record. Returns the ids rejected."""
         if not isinstance(reason, str) or not reason.strip() or text_problem(reason):
@@ -508,11 +507,11 @@ class MemoryItems:
             ids,
             {"reason": "rejected", "note": reason},
             only_from=[ItemStatus.SUGGESTED, ItemStatus.ACTIVE, ItemStatus.SUPERSEDED],
-            access=access,
+            grants=grants,
         )
 
     @transaction.atomic
-    def let_go(self, ids: Iterable[str], *, access: Scope | None = None) -> list[str]:
+    def let_go(self, ids: Iterable[str], *, grants: Grants | None = None) -> list[str]:
         """Memory lets the items go: they keep their place in their slot's timeline, so
         the state before does not come back, and leave every context."""
 
@@ -522,7 +521,7 @@ class MemoryItems:
 
         return self._change(
             ids,
-            access=access,
+            grants=grants,
             from_statuses=[ItemStatus.SUGGESTED, ItemStatus.ACTIVE, ItemStatus.SUPERSEDED],
             apply=apply,
         )
@@ -534,7 +533,7 @@ class MemoryItems:
         because: Mapping[str, Any] | None = None,
         only_from: Sequence[str] | None = None,
         *,
-        access: Scope | None = None,
+        grants: Grants | None = None,
     ) -> list[str]:
         """Mark items stale with ``because`` (kept in ``stale_because``); with
         ``only_from``, items whose status is no longer one of those are left as they are.
@@ -549,7 +548,7 @@ class MemoryItems:
             item.stale_because = {**reason, "at": now.isoformat()}
 
         statuses = list(only_from) if only_from is not None else None
-        return self._change(ids, access=access, from_statuses=statuses, apply=apply)
+        return self._change(ids, grants=grants, from_statuses=statuses, apply=apply)
 
     @transaction.atomic
     def revise_evidence(self, ids: Iterable[str], keep: Callable[[Evidence], bool]) -> list[str]:
@@ -587,15 +586,15 @@ class MemoryItems:
         statuses: Sequence[str] | None = None,
         kinds: Sequence[str] | None = None,
         slot: Slot | None = None,
-        access: Scope | None = None,
+        grants: Grants | None = None,
     ) -> list[MemoryItem]:
         """The items a run of ``scope`` sees that held in the world ``as_of`` (default
         ``known_at``) as memory knew them ``known_at`` (default now), newest first. By
         default active and superseded items, the state that holds read from the times;
         an item let go or made stale after ``known_at`` counts as it stood then."""
         items: ItemQuerySet = MemoryItem.objects.seen_from(scope)
-        if access is not None:
-            items = items.visible_to(access)
+        if grants is not None:
+            items = items.visible_to(grants)
         items = held(items, as_of=as_of, known_at=known_at, statuses=statuses, now=self.clock())
         if kinds is not None:
             items = items.filter(kind__in=list(kinds))
@@ -604,30 +603,30 @@ class MemoryItems:
         return _newest_first(items, scope)
 
     def recallable(
-        self, scope: MemoryScope, *, as_of: datetime, access: Scope | None = None
+        self, scope: MemoryScope, *, as_of: datetime, grants: Grants | None = None
     ) -> list[MemoryItem]:
         """The items recall searches: those a run of ``scope`` sees that memory holds
         (active or superseded, not let go, stale or rejected) and that began by ``as_of``,
         whether they still hold or held before, newest first. Those of them that hold at
         ``as_of`` are what ``query(scope, as_of=as_of)`` returns."""
         items: ItemQuerySet = MemoryItem.objects.seen_from(scope)
-        if access is not None:
-            items = items.visible_to(access)
+        if grants is not None:
+            items = items.visible_to(grants)
         items = items.filter(
             status__in=list(DEFAULT_HELD_STATUSES), expired_at__isnull=True, valid_from__lte=as_of
         )
         return _newest_first(items, scope)
 
     def history(
-        self, scope: MemoryScope, slot: Slot, *, access: Scope | None = None
+        self, scope: MemoryScope, slot: Slot, *, grants: Grants | None = None
     ) -> list[MemoryItem]:
         """Every state of a slot the scope sees, closed, let go and stale ones included,
         in the order of their validity."""
         items: ItemQuerySet = MemoryItem.objects.seen_from(scope).of_slot(
             slot.subject_id, slot.attribute
         )
-        if access is not None:
-            items = items.visible_to(access)
+        if grants is not None:
+            items = items.visible_to(grants)
         return list(items.select_related("subject").in_timeline_order())
 
 

@@ -61,9 +61,9 @@ from cogitator_memory.embeddings.stores.base import (
 )
 from cogitator_memory.embeddings.types import EmbeddingFilter, EmbeddingStore, SearchHit
 from cogitator_memory.exceptions import InvalidInput, KeywordSearchUnavailable
+from cogitator_memory.grants import Grants
 from cogitator_memory.keywords.models import DocumentKind, KeywordCorpus
 from cogitator_memory.limits import check_limit
-from cogitator_memory.scope import Scope
 from cogitator_memory.search.keyword_index import corpora_of, rank_documents
 from cogitator_memory.search.scoping import current_q, open_threads_q, search_visible, visible_q
 from cogitator_memory.search.tokenizer import fragments, query_terms, stopwords_only, tokenize
@@ -272,17 +272,17 @@ def _index_keyword_search(
     *,
     limit: int,
     filter: EmbeddingFilter | None,
-    scope: Scope | None,
+    grants: Grants | None,
     include_shared: bool,
     candidates: int,
 ) -> list[SearchHit]:
     corpora = KeywordCorpus.objects.filter(kind=DocumentKind.EMBEDDING).filter(
-        open_threads_q(scope)
+        open_threads_q(grants)
     )
     if filter is not None:
         corpora = corpora.filter(filter_columns_q(filter))
-    if scope is not None:
-        condition = visible_q(scope, include_shared=include_shared)
+    if grants is not None:
+        condition = visible_q(grants, include_shared=include_shared)
         if condition is None:
             return []
         corpora = corpora.filter(condition)
@@ -294,7 +294,7 @@ def _index_keyword_search(
     hits: list[SearchHit] = []
     for start in range(0, len(ranked), limit + RECHECK_MARGIN):
         chunk = ranked[start : start + limit + RECHECK_MARGIN]
-        rows = Embedding.objects.filter(current_q(scope)).in_bulk([row_id for row_id, _ in chunk])
+        rows = Embedding.objects.filter(current_q(grants)).in_bulk([row_id for row_id, _ in chunk])
         hits.extend(
             SearchHit(embedding=stored(rows[row_id]), score=score)
             for row_id, score in chunk
@@ -310,13 +310,13 @@ def _scan_keyword_search(
     *,
     limit: int,
     filter: EmbeddingFilter | None,
-    scope: Scope | None,
+    grants: Grants | None,
     include_shared: bool,
     candidates: int,
 ) -> list[SearchHit]:
-    rows = filtered(Embedding.objects.all(), filter).filter(current_q(scope))
-    if scope is not None:
-        condition = visible_q(scope, include_shared=include_shared)
+    rows = filtered(Embedding.objects.all(), filter).filter(current_q(grants))
+    if grants is not None:
+        condition = visible_q(grants, include_shared=include_shared)
         if condition is None:
             return []
         rows = rows.filter(condition)
@@ -403,7 +403,7 @@ def keyword_search(
     limit: int = 10,
     filter: EmbeddingFilter | None = None,
     store: EmbeddingStore | None = None,
-    scope: Scope | None = None,
+    grants: Grants | None = None,
     include_shared: bool = True,
     candidates: int = MAX_CANDIDATES,
 ) -> list[SearchHit]:
@@ -434,7 +434,7 @@ def keyword_search(
             terms,
             limit=limit,
             filter=filter,
-            scope=scope,
+            grants=grants,
             include_shared=include_shared,
             candidates=candidates,
         )
@@ -447,5 +447,5 @@ def keyword_search(
         return hits
 
     return search_visible(
-        run, limit=limit, filter=filter, scope=scope, include_shared=include_shared
+        run, limit=limit, filter=filter, grants=grants, include_shared=include_shared
     )

@@ -28,8 +28,8 @@ from cogitator_memory.exceptions import (
     KeywordSearchUnavailable,
     VectorSearchUnavailable,
 )
+from cogitator_memory.grants import Grants
 from cogitator_memory.limits import check_limit
-from cogitator_memory.scope import Scope
 from cogitator_memory.search.bm25 import (
     check_query,
     keyword_search,
@@ -97,7 +97,7 @@ def semantic_search(
     store: EmbeddingStore | None = None,
     service: EmbeddingService | None = None,
     threshold: float | None = None,
-    scope: Scope | None = None,
+    grants: Grants | None = None,
     include_shared: bool = True,
 ) -> list[SearchHit]:
     """The ``limit`` embeddings nearest to the vector of ``query`` (cosine), best first,
@@ -121,7 +121,7 @@ def semantic_search(
         return store.search(vector, limit=fetch, threshold=threshold, filter=store_filter)
 
     return search_visible(
-        run, limit=limit, filter=filter, scope=scope, include_shared=include_shared
+        run, limit=limit, filter=filter, grants=grants, include_shared=include_shared
     )
 
 
@@ -145,7 +145,7 @@ def hybrid_search(
     service: EmbeddingService | None = None,
     weights: Mapping[str, float] | None = None,
     k: float = DEFAULT_K,
-    scope: Scope | None = None,
+    grants: Grants | None = None,
     include_shared: bool = True,
 ) -> HybridSearch:
     """BM25 and vector search of ``query``, fused by reciprocal rank (``fusion.py``),
@@ -171,7 +171,7 @@ def hybrid_search(
             limit=depth,
             filter=filter,
             store=store,
-            scope=scope,
+            grants=grants,
             include_shared=include_shared,
         )
     except KeywordSearchUnavailable as exc:
@@ -187,7 +187,7 @@ def hybrid_search(
                 filter=filter,
                 store=store,
                 service=service,
-                scope=scope,
+                grants=grants,
                 include_shared=include_shared,
             )
         except (EmbeddingServiceError, VectorSearchUnavailable) as exc:

@@ -24,8 +24,7 @@ from cogitator_memory.threads.paths import BranchEnd, branch_end, on_branch
 from cogitator_memory.threads.text import entry_text
 
 if TYPE_CHECKING:
-    from cogitator_memory.items.scopes import MemoryScope
-    from cogitator_memory.scope import Scope
+    from cogitator_memory.grants import Grants, MemoryScope
     from cogitator_memory.search.retriever import MemoryRetriever
 
 __all__ = [
@@ -111,7 +110,7 @@ class RecallPool:
         thread_id: str | None,
         before_seq: int | None,
         leaf_id: str | None,
-        access: Scope | None,
+        grants: Grants | None,
     ) -> None:
         self.retriever = retriever
         self.analysis = analysis
@@ -122,7 +121,7 @@ class RecallPool:
         self.before_seq = before_seq
         self.leaf_id = leaf_id
         self._branch_end: BranchEnd | None = None
-        self.access = access
+        self.grants = grants
         self.errors: list[RecallError] = []
         self.rankings: dict[str, list[tuple[str, float]]] = {}
         self.found = Candidates()
@@ -156,9 +155,9 @@ class RecallPool:
     def load_turns(self, history: Sequence[Entry]) -> None:
         if history or self.thread_id is None:
             turns = [entry for entry in history if self._admissible(entry)]
-            if self.access is not None and turns:
+            if self.grants is not None and turns:
                 visible = set(
-                    Thread.objects.visible_to(self.access)
+                    Thread.objects.visible_to(self.grants)
                     .filter(pk__in={entry.thread_id for entry in turns})
                     .values_list("pk", flat=True)
                 )
@@ -175,8 +174,8 @@ class RecallPool:
     def _thread_visible(self) -> bool:
         if self._thread_ok is None:
             threads = Thread.objects.filter(pk=self.thread_id)
-            if self.access is not None:
-                threads = threads.visible_to(self.access)
+            if self.grants is not None:
+                threads = threads.visible_to(self.grants)
             self._thread_ok = threads.exists()
         return self._thread_ok
 
@@ -219,10 +218,10 @@ class RecallPool:
             if scope is None:
                 return
             items = MemoryItems(clock=self.retriever.clock).query(
-                scope, as_of=self.anchor, access=self.access
+                scope, as_of=self.anchor, grants=self.grants
             )
-        elif self.access is not None:
-            items = [item for item in items if self.access.allows(item.agent_id, item.user_id)]
+        elif self.grants is not None:
+            items = [item for item in items if self.grants.allows(item.agent_id, item.user_id)]
         self.items = [item for item in items if item.pk not in self.held]
         for item in self.items:
             self.found.items[item_key(item.pk)] = item

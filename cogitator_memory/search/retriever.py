@@ -66,8 +66,7 @@ from cogitator_memory.search.tokenizer import tokenize
 from cogitator_memory.threads.models import Entry
 
 if TYPE_CHECKING:
-    from cogitator_memory.items.scopes import MemoryScope
-    from cogitator_memory.scope import Scope
+    from cogitator_memory.grants import Grants, MemoryScope
 
 __all__ = ["MemoryRetriever", "turn_text"]
 
@@ -158,7 +157,7 @@ class MemoryRetriever:
         items: Sequence[MemoryItem] | None = None,
         scope: MemoryScope | None = None,
         item_cosines: Mapping[str, float] | None = None,
-        access: Scope | None = None,
+        grants: Grants | None = None,
         limit: int = 20,
         leaf_id: str | None = None,
     ) -> Retrieval:
@@ -191,7 +190,7 @@ class MemoryRetriever:
             thread_id=thread_id,
             before_seq=before_seq,
             leaf_id=leaf_id,
-            access=access,
+            grants=grants,
         )
         run.load_turns(history)
         run.load_items(items, scope)

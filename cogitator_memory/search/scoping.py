@@ -1,7 +1,7 @@
 """Which embeddings a caller's scope lets a search return.
 
 An ``EmbeddingFilter`` narrows a search the way the specification describes (an agent's
-rows and the rows of no agent); a ``Scope`` is the security boundary on top of it: the
+rows and the rows of no agent); a ``Grants`` is the security boundary on top of it: the
 agents of the caller's grants and, where a grant names users, only those users' rows.
 
 A row is visible to a restricted scope when
@@ -32,7 +32,7 @@ from cogitator_memory.embeddings.message_index import MESSAGE_SOURCE_TYPE, MESSA
 from cogitator_memory.embeddings.models import AGENT_ID_KEY, INDEX_KEY, THREAD_ID_KEY, USER_ID_KEY
 from cogitator_memory.embeddings.stores.base import scope_value
 from cogitator_memory.embeddings.types import EmbeddingFilter, SearchHit, StoredEmbedding
-from cogitator_memory.scope import Scope, scope_condition
+from cogitator_memory.grants import Grants, grants_condition
 from cogitator_memory.threads.models import Entry, Thread
 
 # The most hits ``search_visible`` asks a store for at once; past it, what was found is
@@ -43,48 +43,48 @@ FETCH_GROWTH = 4
 SearchRun = Callable[[EmbeddingFilter | None, int], list[SearchHit]]
 
 
-def visible_q(scope: Scope, *, include_shared: bool) -> Q | None:
+def visible_q(grants: Grants, *, include_shared: bool) -> Q | None:
     """The condition on ``Embedding`` rows of what ``scope`` may see (the one scope rule,
-    ``scope.scope_condition``, on the rows' agent and user, plus shared rows where
+    ``scope.grants_condition``, on the rows' agent and user, plus shared rows where
     allowed); None when it may see nothing. An unrestricted scope sees every row."""
-    condition = scope_condition(scope, agent_field="agent_id", user_field="user_id")
-    if scope.agent_ids is None or not include_shared:
+    condition = grants_condition(grants, agent_field="agent_id", user_field="user_id")
+    if grants.agent_ids is None or not include_shared:
         return condition
     shared = Q(agent_id__isnull=True, user_id__isnull=True, thread_id__isnull=True)
     return shared if condition is None else condition | shared
 
 
-def is_visible(embedding: StoredEmbedding, scope: Scope, *, include_shared: bool) -> bool:
+def is_visible(embedding: StoredEmbedding, grants: Grants, *, include_shared: bool) -> bool:
     """Whether ``scope`` may see this embedding (the rule of ``visible_q``, in Python)."""
-    if scope.agent_ids is None:
+    if grants.agent_ids is None:
         return True
     agent_id = scope_value(embedding.metadata, AGENT_ID_KEY)
     user_id = scope_value(embedding.metadata, USER_ID_KEY)
     if agent_id is None:
         thread_id = scope_value(embedding.metadata, THREAD_ID_KEY)
         return include_shared and user_id is None and thread_id is None
-    return scope.allows(agent_id, user_id)
+    return grants.allows(agent_id, user_id)
 
 
-def current_q(scope: Scope | None) -> Q:
+def current_q(grants: Grants | None) -> Q:
     """``still_current`` as a condition on ``Embedding`` rows, for searches the database
     runs itself (keyword search)."""
     live_messages = Q(source_id__in=Entry.objects.filter(redaction__isnull=True).values("pk"))
     condition = ~Q(source_type=MESSAGE_SOURCE_TYPE, index_name=MESSAGES_INDEX) | live_messages
-    return condition & open_threads_q(scope)
+    return condition & open_threads_q(grants)
 
 
-def open_threads_q(scope: Scope | None) -> Q:
+def open_threads_q(grants: Grants | None) -> Q:
     """The thread part of ``current_q``: for a restricted scope, rows of no thread or of a
     thread the caller may open now. Also a condition on the keyword index's corpora,
     which carry the same ``thread_id`` column."""
-    if scope is None or scope.agent_ids is None:
+    if grants is None or grants.agent_ids is None:
         return Q()
-    open_threads = Thread.objects.visible_to(scope).values("pk")
+    open_threads = Thread.objects.visible_to(grants).values("pk")
     return Q(thread_id__isnull=True) | Q(thread_id__in=open_threads)
 
 
-def still_current(hits: list[SearchHit], scope: Scope | None) -> list[SearchHit]:
+def still_current(hits: list[SearchHit], grants: Grants | None) -> list[SearchHit]:
     """The hits whose sources stand now: a hit of the message index only while its entry
     exists and is not redacted, and, for a restricted ``scope``, a hit naming a thread
     only while that thread exists and the caller may open it. Copies of a thread's owner
@@ -106,7 +106,7 @@ def still_current(hits: list[SearchHit], scope: Scope | None) -> list[SearchHit]
         if message_ids
         else set()
     )
-    restricted = scope if scope is not None and scope.agent_ids is not None else None
+    restricted = grants if grants is not None and grants.agent_ids is not None else None
     thread_ids = {
         thread_id
         for hit in hits
@@ -132,36 +132,36 @@ def still_current(hits: list[SearchHit], scope: Scope | None) -> list[SearchHit]
     return [hit for hit in hits if stands(hit)]
 
 
-def _granted_agents(filter: EmbeddingFilter | None, scope: Scope) -> frozenset[str]:
-    agents = scope.agent_ids or frozenset()
+def _granted_agents(filter: EmbeddingFilter | None, grants: Grants) -> frozenset[str]:
+    agents = grants.agent_ids or frozenset()
     if filter is not None and filter.agent_id is not None:
         return agents & {filter.agent_id}
     return agents
 
 
-def narrowed_filter(filter: EmbeddingFilter | None, scope: Scope) -> EmbeddingFilter | None:
+def narrowed_filter(filter: EmbeddingFilter | None, grants: Grants) -> EmbeddingFilter | None:
     """``filter`` with the one agent (and user) ``scope`` allows, where it allows only one,
     so that a store leaves the rows of other agents out itself."""
-    if scope.agent_ids is None:
+    if grants.agent_ids is None:
         return filter
-    agents = _granted_agents(filter, scope)
+    agents = _granted_agents(filter, grants)
     if len(agents) != 1:
         return filter
     (agent_id,) = agents
     base = filter or EmbeddingFilter()
     narrowed = dataclasses.replace(base, agent_id=agent_id)
-    users = scope.user_ids.get(agent_id)
+    users = grants.user_ids.get(agent_id)
     if users is not None and len(users) == 1 and base.user_id is None:
         (user_id,) = users
         narrowed = dataclasses.replace(narrowed, user_id=user_id)
     return narrowed
 
 
-def sees_nothing(filter: EmbeddingFilter | None, scope: Scope, *, include_shared: bool) -> bool:
+def sees_nothing(filter: EmbeddingFilter | None, grants: Grants, *, include_shared: bool) -> bool:
     """Whether no row ``filter`` admits can be visible to ``scope``."""
-    if scope.agent_ids is None or include_shared:
+    if grants.agent_ids is None or include_shared:
         return False
-    return not _granted_agents(filter, scope)
+    return not _granted_agents(filter, grants)
 
 
 def search_visible(
@@ -169,7 +169,7 @@ def search_visible(
     *,
     limit: int,
     filter: EmbeddingFilter | None,
-    scope: Scope | None,
+    grants: Grants | None,
     include_shared: bool,
 ) -> list[SearchHit]:
     """The best ``limit`` hits of ``run(filter, n)`` that ``scope`` may see and whose
@@ -179,7 +179,7 @@ def search_visible(
     best visible hits, so asking for more until ``limit`` of them are visible (or the
     store returns fewer than asked) gives the same answer as a search inside the scope.
     """
-    restricted = scope if scope is not None and scope.agent_ids is not None else None
+    restricted = grants if grants is not None and grants.agent_ids is not None else None
     if restricted is not None and sees_nothing(filter, restricted, include_shared=include_shared):
         return []
     store_filter = narrowed_filter(filter, restricted) if restricted is not None else filter
@@ -192,7 +192,7 @@ def search_visible(
             if restricted is None
             or is_visible(hit.embedding, restricted, include_shared=include_shared)
         ]
-        visible = still_current(visible, scope)
+        visible = still_current(visible, grants)
         if len(visible) >= limit or len(hits) < fetch or fetch >= MAX_FETCH:
             return visible[:limit]
         fetch = min(fetch * FETCH_GROWTH, MAX_FETCH)

@@ -8,7 +8,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from cogitator_memory.scope import USER_ID_MAX_LENGTH
+from cogitator_memory.grants import USER_ID_MAX_LENGTH
 from cogitator_memory.sessions.querysets import ChannelSessionQuerySet
 
 SESSION_ID_PREFIX = "sess_"

@@ -4,20 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from django.db import models
-
-from cogitator_memory.scope import Scope, scope_condition
+from cogitator_memory.grants import GrantedQuerySet
 
 if TYPE_CHECKING:
     from cogitator_memory.sessions.models import ChannelSession  # noqa: F401
 
 
-class ChannelSessionQuerySet(models.QuerySet["ChannelSession"]):
-    def visible_to(self, scope: Scope) -> ChannelSessionQuerySet:
-        """Sessions the caller of ``scope`` may see: the one scope rule on the session's
-        agent and user, which are its thread's."""
-        condition = scope_condition(scope, agent_field="agent_id", user_field="user_id")
-        return self.none() if condition is None else self.filter(condition)
+class ChannelSessionQuerySet(GrantedQuerySet["ChannelSession"]):
+    """A session's agent and user are its thread's (kept in step with it)."""
 
     def most_recently_active_first(self) -> ChannelSessionQuerySet:
         """Most recently active first; ties broken by id, so paging is stable."""

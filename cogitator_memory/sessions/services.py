@@ -31,9 +31,9 @@ from django.utils import timezone
 from cogitator_memory import policy
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import CompactionUnavailable, InvalidInput, SessionNotFound
+from cogitator_memory.grants import USER_ID_KEY, Grants
 from cogitator_memory.jsondata import storable_text, text_problem
 from cogitator_memory.limits import check_limit
-from cogitator_memory.scope import USER_ID_KEY, Scope
 from cogitator_memory.sessions.models import (
     KEY_MAX_LENGTH,
     ChannelSession,
@@ -88,9 +88,9 @@ def _check_key_part(value: Any, name: str) -> str:
 class SessionManager:
     """Maps channel conversations (user + channel + agent) onto memory threads."""
 
-    def _sessions(self, scope: Scope | None) -> ChannelSessionQuerySet:
+    def _sessions(self, grants: Grants | None) -> ChannelSessionQuerySet:
         sessions = ChannelSession.objects.all()
-        return sessions if scope is None else sessions.visible_to(scope)
+        return sessions if grants is None else sessions.visible_to(grants)
 
     def get_or_create(
         self,
@@ -99,7 +99,7 @@ class SessionManager:
         channel_id: str,
         agent_id: str,
         *,
-        scope: Scope | None = None,
+        grants: Grants | None = None,
     ) -> tuple[ChannelSession, bool]:
         """The session of this key, created with its thread when there is none. Returns
         ``(session, created)``. Using an existing session marks it active and, at most
@@ -118,7 +118,7 @@ class SessionManager:
                 strict=True,
             )
         )
-        policy.require_write(scope, agent_id, user_id)
+        policy.require_write(grants, agent_id, user_id)
         existing = ChannelSession.objects.filter(**key).first()
         if existing is not None:
             return self._used(existing), False
@@ -131,7 +131,7 @@ class SessionManager:
                         CHANNEL_TYPE_KEY: channel_type,
                         CHANNEL_ID_KEY: channel_id,
                     },
-                    scope=scope,
+                    grants=grants,
                 )
                 session = ChannelSession.objects.create(thread=thread, **key)
         except IntegrityError:
@@ -142,10 +142,10 @@ class SessionManager:
             return self._used(winner), False
         return session, True
 
-    def get(self, session_id: str, *, scope: Scope | None = None) -> ChannelSession:
+    def get(self, session_id: str, *, grants: Grants | None = None) -> ChannelSession:
         """The session; ``SessionNotFound`` when there is none the caller may see."""
         session = (
-            self._sessions(scope).filter(pk=session_id).first()
+            self._sessions(grants).filter(pk=session_id).first()
             if storable_text(session_id) and len(session_id) <= 64
             else None
         )
@@ -161,7 +161,7 @@ class SessionManager:
         agent_id: str | None = None,
         limit: int | None = None,
         cursor: str | None = None,
-        scope: Scope | None = None,
+        grants: Grants | None = None,
     ) -> SessionPage:
         """The sessions the caller may see, of one user or of all, the most recently
         active first, one page after ``cursor`` (keyset on last activity and id: a page
@@ -172,7 +172,7 @@ class SessionManager:
             if limit is None
             else check_limit(limit, maximum=memory_settings.LIST_THREADS_MAX_LIMIT)
         )
-        sessions = self._sessions(scope)
+        sessions = self._sessions(grants)
         if user_id is not None:
             sessions = sessions.filter(user_id=_check_key_part(user_id, "user_id"))
         if agent_id is not None:
@@ -199,13 +199,13 @@ class SessionManager:
         return SessionPage(rows)
 
     def touch(
-        self, session_id: str, *, at: datetime | None = None, scope: Scope | None = None
+        self, session_id: str, *, at: datetime | None = None, grants: Grants | None = None
     ) -> ChannelSession:
         """Mark the session active as of ``at`` (default now): one UPDATE. Raises
         ``SessionNotFound``."""
         moment = at or timezone.now()
         updated = (
-            self._sessions(scope)
+            self._sessions(grants)
             .filter(pk=session_id)
             .update(status=SessionStatus.ACTIVE, last_active_at=moment)
             if storable_text(session_id)
@@ -213,23 +213,23 @@ class SessionManager:
         )
         if not updated:
             raise SessionNotFound(str(session_id))
-        return self.get(session_id, scope=scope)
+        return self.get(session_id, grants=grants)
 
-    def close(self, session_id: str, *, scope: Scope | None = None) -> ChannelSession:
+    def close(self, session_id: str, *, grants: Grants | None = None) -> ChannelSession:
         """Mark the session closed (one UPDATE); using it again reopens it. Raises
         ``SessionNotFound``."""
-        session = self.get(session_id, scope=scope)
+        session = self.get(session_id, grants=grants)
         ChannelSession.objects.filter(pk=session.pk).update(status=SessionStatus.CLOSED)
         session.status = SessionStatus.CLOSED
         return session
 
-    def compact(self, session_id: str, config: Any, *, scope: Scope | None = None) -> Any:
+    def compact(self, session_id: str, config: Any, *, grants: Grants | None = None) -> Any:
         """Compact the session's thread with ``config`` through
         ``cogitator_memory.compaction.services.CompactionService`` and return what it
         returns. Raises ``SessionNotFound``, ``NoGrant`` and, where the compaction
         service is not installed, ``CompactionUnavailable``."""
-        session = self.get(session_id, scope=scope)
-        policy.require_write(scope, session.agent_id, session.user_id)
+        session = self.get(session_id, grants=grants)
+        policy.require_write(grants, session.agent_id, session.user_id)
         try:
             # Imported here: compaction stands on threads, not on sessions.
             module = importlib.import_module(COMPACTION_MODULE)

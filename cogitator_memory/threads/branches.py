@@ -7,8 +7,8 @@ from django.utils import timezone
 
 from cogitator_memory import signals
 from cogitator_memory.exceptions import NotOnActiveBranch, ThreadAlreadyExists
+from cogitator_memory.grants import Grants
 from cogitator_memory.keywords.entries import index_entries
-from cogitator_memory.scope import Scope
 from cogitator_memory.threads.locking import lock_thread
 from cogitator_memory.threads.models import (
     FORK_OF_KEY,
@@ -30,13 +30,13 @@ FORK_WALK_STEP = 1024
 
 
 @transaction.atomic
-def rewind(thread_id: str, to_entry_id: str, *, scope: Scope | None = None) -> Thread:
+def rewind(thread_id: str, to_entry_id: str, *, grants: Grants | None = None) -> Thread:
     """Move the active leaf back to an entry of the active branch; nothing is deleted.
 
     The entries after it stay on a branch of their own. Raises ``ThreadNotFound``,
     ``EntryNotInThread`` and ``NotOnActiveBranch`` (use ``checkout`` to switch branches).
     """
-    thread = lock_thread(thread_id, scope=scope)
+    thread = lock_thread(thread_id, grants=grants)
     target = entry_in_thread(to_entry_id, thread_id, field="to_entry_id")
     if thread.active_leaf_id == target.pk:
         return thread
@@ -50,12 +50,12 @@ def rewind(thread_id: str, to_entry_id: str, *, scope: Scope | None = None) -> T
 
 
 @transaction.atomic
-def checkout(thread_id: str, entry_id: str, *, scope: Scope | None = None) -> Thread:
+def checkout(thread_id: str, entry_id: str, *, grants: Grants | None = None) -> Thread:
     """Make the branch that ends at ``entry_id`` the active one.
 
     Raises ``ThreadNotFound`` and ``EntryNotInThread``.
     """
-    thread = lock_thread(thread_id, scope=scope)
+    thread = lock_thread(thread_id, grants=grants)
     target = entry_in_thread(entry_id, thread_id, field="entry_id")
     if thread.active_leaf_id != target.pk:
         thread.active_leaf = target
@@ -102,7 +102,7 @@ def fork_thread(
     at_entry_id: str,
     new_thread_id: str | None = None,
     *,
-    scope: Scope | None = None,
+    grants: Grants | None = None,
 ) -> Thread:
     """Copy the branch from the root up to ``at_entry_id`` into a new thread.
 
@@ -115,7 +115,7 @@ def fork_thread(
     """
     if new_thread_id is not None:
         validate_thread_id(new_thread_id, field="new_thread_id")
-    origin = lock_thread(thread_id, scope=scope)
+    origin = lock_thread(thread_id, grants=grants)
     at = entry_in_thread(at_entry_id, thread_id, field="at_entry_id")
     if new_thread_id is not None and Thread.objects.filter(pk=new_thread_id).exists():
         raise ThreadAlreadyExists(new_thread_id)

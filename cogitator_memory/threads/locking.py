@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from cogitator_memory import policy
 from cogitator_memory.exceptions import EntryNotFound, ThreadNotFound
+from cogitator_memory.grants import Grants
 from cogitator_memory.jsondata import storable_text
-from cogitator_memory.scope import Scope
 from cogitator_memory.threads.models import Entry, Thread
 
 
-def lock_thread(thread_id: str, *, scope: Scope | None = None) -> Thread:
+def lock_thread(thread_id: str, *, grants: Grants | None = None) -> Thread:
     """The thread, locked until commit. Raises ``ThreadNotFound`` when it is missing or
     ``scope`` may not see it."""
     thread = (
@@ -24,12 +24,12 @@ def lock_thread(thread_id: str, *, scope: Scope | None = None) -> Thread:
         if storable_text(thread_id)
         else None
     )
-    if thread is None or not policy.can_see(scope, thread.agent_id, thread.user_id):
+    if thread is None or not policy.can_see(grants, thread.agent_id, thread.user_id):
         raise ThreadNotFound(str(thread_id))
     return thread
 
 
-def lock_entry_thread(entry_id: str, *, scope: Scope | None = None) -> tuple[Thread, Entry]:
+def lock_entry_thread(entry_id: str, *, grants: Grants | None = None) -> tuple[Thread, Entry]:
     """An entry and its thread, the thread locked until commit. Raises ``EntryNotFound``
     when the entry is missing (also when it went while the lock was awaited) or ``scope``
     may not see its thread."""
@@ -41,7 +41,7 @@ def lock_entry_thread(entry_id: str, *, scope: Scope | None = None) -> tuple[Thr
     if thread_id is None:
         raise EntryNotFound(str(entry_id))
     try:
-        thread = lock_thread(thread_id, scope=scope)
+        thread = lock_thread(thread_id, grants=grants)
     except ThreadNotFound as exc:
         raise EntryNotFound(entry_id) from exc
     entry = Entry.objects.filter(pk=entry_id, thread_id=thread_id).first()

@@ -11,7 +11,7 @@ from django.utils.translation import gettext_lazy as _
 
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import PartialEntryNotSaveable
-from cogitator_memory.scope import USER_ID_MAX_LENGTH, thread_owner
+from cogitator_memory.grants import USER_ID_MAX_LENGTH, thread_owner
 from cogitator_memory.threads.querysets import EntryQuerySet, ThreadQuerySet
 
 # Keys the store writes into metadata; camelCase, as other stores of the same data do.

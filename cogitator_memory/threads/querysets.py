@@ -5,22 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from django.db import models
-
+from cogitator_memory.grants import GrantedQuerySet
 from cogitator_memory.jsondata import filter_json_values
-from cogitator_memory.scope import Scope, scope_condition
 
 if TYPE_CHECKING:
     from cogitator_memory.threads.models import Entry, Thread  # noqa: F401
 
 
-class ThreadQuerySet(models.QuerySet["Thread"]):
-    def visible_to(self, scope: Scope) -> ThreadQuerySet:
-        """Threads the caller of ``scope`` may see (``scope.scope_condition`` on the
-        thread's agent and owner)."""
-        condition = scope_condition(scope, agent_field="agent_id", user_field="user_id")
-        return self.none() if condition is None else self.filter(condition)
-
+class ThreadQuerySet(GrantedQuerySet["Thread"]):
     def with_metadata(self, metadata: dict[str, Any]) -> ThreadQuerySet:
         """Threads whose metadata holds each key with an equal value of the same JSON
         type (1 matches neither "1" nor true). Values are texts, numbers, booleans or
@@ -36,13 +28,10 @@ class ThreadQuerySet(models.QuerySet["Thread"]):
         return self.order_by("-updated_at", "-id")
 
 
-class EntryQuerySet(models.QuerySet["Entry"]):
-    def visible_to(self, scope: Scope) -> EntryQuerySet:
-        """Entries of threads the caller of ``scope`` may see."""
-        condition = scope_condition(
-            scope, agent_field="thread__agent_id", user_field="thread__user_id"
-        )
-        return self.none() if condition is None else self.filter(condition)
+class EntryQuerySet(GrantedQuerySet["Entry"]):
+    # An entry's owner is its thread's.
+    grants_agent_field = "thread__agent_id"
+    grants_user_field = "thread__user_id"
 
     def of_thread(self, thread_id: str) -> EntryQuerySet:
         """Entries of one thread, every branch."""

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from cogitator_memory import lineage, signals
 from cogitator_memory.exceptions import EntryNotFound, InvalidInput, RedactionRefused
-from cogitator_memory.scope import Scope
+from cogitator_memory.grants import Grants
 from cogitator_memory.threads.locking import lock_entry_thread
 from cogitator_memory.threads.models import REDACTED_KEY, REDACTED_TEXT, Entry, Role
 from cogitator_memory.threads.validation import validate_text
@@ -48,7 +48,7 @@ def redact_entry(
     *,
     at: datetime | None = None,
     reason: str | None = None,
-    scope: Scope | None = None,
+    grants: Grants | None = None,
 ) -> Entry | None:
     """Replace what an entry said with ``[redacted]`` and keep its place in the tree.
 
@@ -63,7 +63,7 @@ def redact_entry(
     if at is not None and (not isinstance(at, datetime) or at.tzinfo is None):
         raise InvalidInput({"at": "at must be a datetime with a time zone."})
     try:
-        _thread, entry = lock_entry_thread(entry_id, scope=scope)
+        _thread, entry = lock_entry_thread(entry_id, grants=grants)
     except EntryNotFound:
         return None
     if entry.is_event:

@@ -12,9 +12,9 @@ from django.db.models import Q
 
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import EntryNotInThread, InvalidInput, ThreadNotFound
+from cogitator_memory.grants import Grants
 from cogitator_memory.jsondata import storable_text
 from cogitator_memory.limits import check_limit
-from cogitator_memory.scope import Scope
 from cogitator_memory.threads.models import Entry, EntryType, Thread
 from cogitator_memory.threads.paths import branch_chunks, doubling
 from cogitator_memory.threads.querysets import EntryQuerySet, ThreadQuerySet
@@ -118,7 +118,7 @@ def page_threads(threads: ThreadQuerySet, *, limit: int | None, cursor: str | No
 
 def list_threads(
     *,
-    scope: Scope | None = None,
+    grants: Grants | None = None,
     agent_id: str | None = None,
     agent_ids: Sequence[str] | None = None,
     metadata: dict[str, Any] | None = None,
@@ -142,8 +142,8 @@ def list_threads(
             raise InvalidInput({name: f"{name} must be a datetime with a time zone."})
 
     threads = Thread.objects.all()
-    if scope is not None:
-        threads = threads.visible_to(scope)
+    if grants is not None:
+        threads = threads.visible_to(grants)
     if agent_id is not None:
         threads = threads.filter(agent_id=agent_id)
     if agent_ids is not None:

@@ -32,9 +32,9 @@ from cogitator_memory.exceptions import (
     ThreadIdUnavailable,
     ThreadNotFound,
 )
+from cogitator_memory.grants import Grants, thread_owner
 from cogitator_memory.jsondata import storable_text
 from cogitator_memory.keywords.entries import index_entries
-from cogitator_memory.scope import Scope, thread_owner
 from cogitator_memory.threads.branches import checkout, fork_thread, rewind
 from cogitator_memory.threads.entry_sql import (
     ParentState,
@@ -97,7 +97,7 @@ def create_thread(
     metadata: dict[str, Any] | None = None,
     *,
     thread_id: str | None = None,
-    scope: Scope | None = None,
+    grants: Grants | None = None,
 ) -> Thread:
     """Create a thread, or, with the id of an existing thread, update its metadata.
 
@@ -109,7 +109,7 @@ def create_thread(
     (checked before the id is looked up) and ``ThreadIdUnavailable`` for an id a thread
     the caller may not see holds.
     """
-    thread, _created = upsert_thread(agent_id, metadata, thread_id=thread_id, scope=scope)
+    thread, _created = upsert_thread(agent_id, metadata, thread_id=thread_id, grants=grants)
     return thread
 
 
@@ -118,15 +118,15 @@ def upsert_thread(
     metadata: dict[str, Any] | None = None,
     *,
     thread_id: str | None = None,
-    scope: Scope | None = None,
+    grants: Grants | None = None,
 ) -> tuple[Thread, bool]:
     """``create_thread``, also telling whether the thread was created (or updated)."""
     validate_agent_id(agent_id)
     clean_metadata = validate_thread_metadata(metadata)
-    policy.require_create(scope, agent_id, clean_metadata)
+    policy.require_create(grants, agent_id, clean_metadata)
     if thread_id is None:
         thread = Thread(agent_id=agent_id, metadata=clean_metadata)
-        policy.require_write(scope, agent_id, thread_owner(thread.metadata))
+        policy.require_write(grants, agent_id, thread_owner(thread.metadata))
         thread.save(force_insert=True)
         return thread, True
     validate_thread_id(thread_id)
@@ -136,14 +136,14 @@ def upsert_thread(
                 existing = Thread.objects.select_for_update().filter(pk=thread_id).first()
                 if existing is None:
                     thread = Thread(id=thread_id, agent_id=agent_id, metadata=clean_metadata)
-                    policy.require_write(scope, agent_id, thread_owner(thread.metadata))
+                    policy.require_write(grants, agent_id, thread_owner(thread.metadata))
                     thread.save(force_insert=True)
                     return thread, True
-                if not policy.can_see(scope, existing.agent_id, existing.user_id):
+                if not policy.can_see(grants, existing.agent_id, existing.user_id):
                     raise ThreadIdUnavailable(thread_id)
                 if existing.agent_id != agent_id:
                     raise ThreadAgentMismatch(thread_id, agent_id, existing.agent_id)
-                return _merge_metadata(existing, clean_metadata, scope=scope), False
+                return _merge_metadata(existing, clean_metadata, grants=grants), False
         except IntegrityError:
             # Another writer created the same id between our read and insert: update it.
             continue
@@ -155,14 +155,14 @@ def _merge_metadata(
     metadata: dict[str, Any],
     *,
     replace: bool = False,
-    scope: Scope | None = None,
+    grants: Grants | None = None,
 ) -> Thread:
     """Merge (or replace) the metadata of a locked thread; a change of its user must stay
     within ``scope`` and carries the new owner to what is derived from the thread."""
     previous_owner = thread.user_id
     thread.metadata = metadata if replace else {**(thread.metadata or {}), **metadata}
     new_owner = thread_owner(thread.metadata)
-    policy.require_write(scope, thread.agent_id, new_owner)
+    policy.require_write(grants, thread.agent_id, new_owner)
     thread.updated_at = timezone.now()
     thread.save(update_fields=["metadata", "updated_at"])
     if new_owner != previous_owner:
@@ -176,7 +176,7 @@ def update_thread(
     metadata: dict[str, Any],
     *,
     replace: bool = False,
-    scope: Scope | None = None,
+    grants: Grants | None = None,
 ) -> Thread:
     """Merge ``metadata`` into the thread's metadata (or replace it) in one locked step.
 
@@ -186,15 +186,15 @@ def update_thread(
     thread would move to a user the caller is not granted.
     """
     clean_metadata = validate_thread_metadata(metadata)
-    thread = lock_thread(thread_id, scope=scope)
-    return _merge_metadata(thread, clean_metadata, replace=replace, scope=scope)
+    thread = lock_thread(thread_id, grants=grants)
+    return _merge_metadata(thread, clean_metadata, replace=replace, grants=grants)
 
 
 @transaction.atomic
-def delete_thread(thread_id: str, *, scope: Scope | None = None) -> None:
+def delete_thread(thread_id: str, *, grants: Grants | None = None) -> None:
     """Delete a thread, all its entries and what stands on them. Raises
     ``ThreadNotFound``."""
-    thread = lock_thread(thread_id, scope=scope)
+    thread = lock_thread(thread_id, grants=grants)
     entry_ids = list(Entry.objects.of_thread(thread_id).values_list("id", flat=True))
     lineage.forget_entries(entry_ids)
     Thread.objects.filter(pk=thread.pk).update(active_leaf=None)
@@ -206,10 +206,10 @@ def delete_thread(thread_id: str, *, scope: Scope | None = None) -> None:
 
 
 @transaction.atomic
-def clear_thread(thread_id: str, *, scope: Scope | None = None) -> Thread:
+def clear_thread(thread_id: str, *, grants: Grants | None = None) -> Thread:
     """Delete every entry of a thread (and what stands on them) and keep the thread.
     Raises ``ThreadNotFound``."""
-    thread = lock_thread(thread_id, scope=scope)
+    thread = lock_thread(thread_id, grants=grants)
     entry_ids = list(Entry.objects.of_thread(thread_id).values_list("id", flat=True))
     lineage.forget_entries(entry_ids)
     thread.active_leaf = None
@@ -242,7 +242,7 @@ def add_entry(
     created_at: datetime | None = None,
     parent_id: str | _Unset | None = UNSET,
     activate: bool = True,
-    scope: Scope | None = None,
+    grants: Grants | None = None,
 ) -> Entry:
     """Add an entry to a thread and return it.
 
@@ -277,7 +277,7 @@ def add_entry(
     # One cursor for the three or four statements of the write.
     with connection.cursor() as cursor:
         state = locked_thread_state(cursor, sql, thread_id)
-        if state is None or not policy.can_see(scope, state.agent_id, state.user_id):
+        if state is None or not policy.can_see(grants, state.agent_id, state.user_id):
             raise ThreadNotFound(thread_id)
         parent: ParentState | None
         if parent_id is UNSET:
@@ -344,11 +344,11 @@ def _note_fork_after_splice(thread: Thread, entry: Entry) -> None:
 
 
 @transaction.atomic
-def delete_entry(entry_id: str, *, scope: Scope | None = None) -> None:
+def delete_entry(entry_id: str, *, grants: Grants | None = None) -> None:
     """Splice an entry out of its branch: its children move to its parent, and an
     active leaf on it moves to its parent. What stands on the entry goes with it.
     Raises ``EntryNotFound`` (also for an entry ``scope`` may not see)."""
-    thread, entry = lock_entry_thread(entry_id, scope=scope)
+    thread, entry = lock_entry_thread(entry_id, grants=grants)
     lineage.forget_entries([entry.pk])
     moved = Entry.objects.filter(parent_id=entry.pk).update(parent_id=entry.parent_id)
     if moved:

@@ -8,8 +8,8 @@ from datetime import datetime
 from typing import Any
 
 from cogitator_memory.exceptions import InvalidEntry, InvalidInput
+from cogitator_memory.grants import thread_owner
 from cogitator_memory.jsondata import json_problem, text_problem
-from cogitator_memory.scope import thread_owner
 from cogitator_memory.threads.models import CONVERSATION_TYPES, EVENT_TYPES, EntryType, Role
 
 THREAD_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,254}$")

@@ -15,7 +15,7 @@ from cogitator_memory.admin.file_diff import ADDED, REMOVED, SAME, diff_texts, l
 from cogitator_memory.files.access import FileAccess
 from cogitator_memory.files.models import Author, MemoryFileHead, MemoryFileVersion
 from cogitator_memory.files.services import MemoryFiles
-from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.grants import MemoryScope
 
 pytestmark = pytest.mark.django_db
 

@@ -17,7 +17,7 @@ from cogitator_memory.access.models import Grant
 from cogitator_memory.files.access import FileAccess
 from cogitator_memory.files.models import Author, MemoryFileHead
 from cogitator_memory.files.services import MemoryFiles
-from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.grants import MemoryScope
 from tests.admin.test_browser import SCREENSHOT_DIR, chromium_page
 from tests.admin.test_review_browser import PASSWORD, log_in
 

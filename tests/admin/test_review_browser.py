@@ -19,8 +19,8 @@ from playwright.sync_api import expect
 from pytest_django.live_server_helper import LiveServer
 
 from cogitator_memory.access.models import Grant
+from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import ItemStatus, MemoryItem
-from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem
 from cogitator_memory.threads import services
 from tests.admin.test_browser import SCREENSHOT_DIR, chromium_page

@@ -20,8 +20,8 @@ from cogitator_memory.admin.scale import LargeTablePaginator, estimated_row_coun
 from cogitator_memory.admin.threads import ThreadAdmin
 from cogitator_memory.files.access import FileAccess
 from cogitator_memory.files.services import MemoryFiles
+from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import ExtractionRun
-from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.outbox.models import OutboxMessage
 from cogitator_memory.sessions.services import SessionManager
 from cogitator_memory.threads.models import Thread

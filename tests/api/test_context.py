@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem
 from cogitator_memory.threads import services
 from tests.api.conftest import API, Conversation, assert_error

@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 from cogitator_memory.files.access import FileAccess
 from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
 from cogitator_memory.files.services import MemoryFiles
-from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.grants import MemoryScope
 from cogitator_memory.threads import services
 from tests.api.conftest import API, Conversation, assert_error, token_client
 

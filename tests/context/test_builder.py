@@ -18,7 +18,7 @@ from cogitator_memory.exceptions import (
     InvalidInput,
     ThreadNotFound,
 )
-from cogitator_memory.scope import Scope
+from cogitator_memory.grants import Grants
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Thread
 from cogitator_memory.tokens import count_entry_tokens
@@ -86,13 +86,13 @@ def test_the_reserve_is_ten_percent_of_the_budget_and_at_least_100_tokens() -> N
 
 def test_a_thread_the_caller_may_not_see_is_not_found() -> None:
     thread = new_thread(user="ana")
-    other = Scope.for_agents([AGENT], {AGENT: ["bob"]})
+    other = Grants.for_agents([AGENT], {AGENT: ["bob"]})
     with pytest.raises(ThreadNotFound):
-        builder(max_tokens=1000).build(thread, AGENT, access=other)
+        builder(max_tokens=1000).build(thread, AGENT, grants=other)
     with pytest.raises(ThreadNotFound):
         builder(max_tokens=1000).build("nope", AGENT)
-    mine = Scope.for_agents([AGENT], {AGENT: ["ana"]})
-    assert builder(max_tokens=1000).build(thread, AGENT, access=mine).errors == []
+    mine = Grants.for_agents([AGENT], {AGENT: ["ana"]})
+    assert builder(max_tokens=1000).build(thread, AGENT, grants=mine).errors == []
 
 
 # --- the recent strategy ---------------------------------------------------------------

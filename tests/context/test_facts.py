@@ -14,10 +14,9 @@ from cogitator_memory.context.builder import ContextBuilder
 from cogitator_memory.context.config import ContextBuilderConfig, ContextBuilderDeps
 from cogitator_memory.context.facts import one_state_per_slot
 from cogitator_memory.context.seams import Observation
+from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.items.models import ItemKind, MemoryItem, Trust
-from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.services import MemoryItems, NewItem
-from cogitator_memory.scope import Scope
 from tests.context.support import AGENT, USER, new_thread, say
 
 pytestmark = pytest.mark.django_db
@@ -158,9 +157,9 @@ def test_facts_of_other_users_and_suggested_items_stay_out(
     context = facts_builder(items, clock).build(new_thread(), AGENT, user_id=USER)
     assert [item.value for item in context.facts] == ["Lisbon"]
     # and access limits what a caller may read
-    access = Scope.for_agents([AGENT], {AGENT: [USER]})
+    access = Grants.for_agents([AGENT], {AGENT: [USER]})
     context = facts_builder(items, clock).build(
-        new_thread("ana-2"), AGENT, user_id=USER, access=access
+        new_thread("ana-2"), AGENT, user_id=USER, grants=access
     )
     assert [item.value for item in context.facts] == ["Lisbon"]
 
@@ -227,7 +226,7 @@ class Observations:
     def __init__(self, found: Sequence[Observation]) -> None:
         self.found = found
 
-    def read(self, scope: MemoryScope, *, access: Scope | None = None) -> Sequence[Observation]:
+    def read(self, scope: MemoryScope, *, grants: Grants | None = None) -> Sequence[Observation]:
         return self.found
 
 

@@ -11,8 +11,8 @@ from django.test import override_settings
 from cogitator_memory.context.builder import ContextBuilder
 from cogitator_memory.context.config import ContextBuilderConfig, ContextBuilderDeps
 from cogitator_memory.embeddings import message_index
+from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import ItemKind, Trust
-from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.services import MemoryItems, NewItem
 from cogitator_memory.search.retriever import MemoryRetriever
 from tests.context.support import AGENT, USER, conversation, new_thread, say

@@ -20,7 +20,7 @@ from django.utils import timezone
 from cogitator_memory.embeddings import message_index
 from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.embeddings.types import EmbeddingFilter, StoredEmbedding
-from cogitator_memory.scope import Scope
+from cogitator_memory.grants import Grants
 from cogitator_memory.search.hybrid import semantic_search
 from cogitator_memory.tasks.embeddings import embed_entries_task
 from cogitator_memory.threads import services
@@ -102,7 +102,7 @@ def found_by(agent_id: str, user_id: str) -> list[str]:
         "ana 1",
         limit=10,
         filter=EmbeddingFilter(index=message_index.MESSAGES_INDEX),
-        scope=Scope.for_agents([agent_id], {agent_id: [user_id]}),
+        grants=Grants.for_agents([agent_id], {agent_id: [user_id]}),
     )
     return sorted(hit.embedding.content for hit in hits)
 

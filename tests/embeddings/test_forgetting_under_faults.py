@@ -23,9 +23,9 @@ from cogitator_memory.embeddings import message_index
 from cogitator_memory.embeddings.models import Embedding
 from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.embeddings.types import EmbeddingFilter
+from cogitator_memory.grants import Grants
 from cogitator_memory.outbox import services as outbox
 from cogitator_memory.outbox.models import OutboxMessage
-from cogitator_memory.scope import Scope
 from cogitator_memory.search.hybrid import hybrid_search, semantic_search
 from cogitator_memory.tasks.sweeper import sweep_outbox_task
 from cogitator_memory.threads import services
@@ -63,10 +63,10 @@ def point_sources() -> set[str]:
     return {source for batch in store.iter_source_ids() for source in batch}
 
 
-def searched(scope: Scope) -> set[str]:
+def searched(grants: Grants) -> set[str]:
     everything = EmbeddingFilter()
-    by_vector = semantic_search(QUERY, limit=20, filter=everything, scope=scope)
-    fused = hybrid_search(QUERY, limit=20, filter=everything, scope=scope).hits
+    by_vector = semantic_search(QUERY, limit=20, filter=everything, grants=grants)
+    fused = hybrid_search(QUERY, limit=20, filter=everything, grants=grants).hits
     return {hit.embedding.source_id for hit in [*by_vector, *fused]}
 
 
@@ -81,7 +81,7 @@ def test_qdrant_down_leaves_an_outbox_that_the_sweeper_finishes(
     redacted = services.add_entry(kept_thread.pk, role="user", content="dinner plans redacted")
     moved = services.add_entry(moved_thread.pk, role="user", content="dinner plans moved")
     message_index.index_entries([kept.pk, deleted.pk, redacted.pk, moved.pk])
-    u1 = Scope.for_agents(["a1"], {"a1": ["u1"]})
+    u1 = Grants.for_agents(["a1"], {"a1": ["u1"]})
     assert searched(u1) == {kept.pk, deleted.pk, redacted.pk, moved.pk}
 
     # when the broker is down and Qdrant refuses every change
@@ -106,10 +106,10 @@ def test_qdrant_down_leaves_an_outbox_that_the_sweeper_finishes(
     assert point_sources() == {kept.pk, deleted.pk, redacted.pk, moved.pk}
     # ... and no search returns what went, nor the moved thread to its former user (its
     # new user finds it once the payload follows, below)
-    u2 = Scope.for_agents(["a1"], {"a1": ["u2"]})
+    u2 = Grants.for_agents(["a1"], {"a1": ["u2"]})
     assert searched(u1) == {kept.pk}
     assert searched(u2) == set()
-    assert searched(Scope.everything()) == {kept.pk, moved.pk}
+    assert searched(Grants.everything()) == {kept.pk, moved.pk}
 
     # when Qdrant is back, and the backoff has passed, the sweeper runs
     monkeypatch.undo()
@@ -172,5 +172,5 @@ def test_with_the_vectors_in_the_database_they_go_in_the_transaction(
         # then nothing waits in an outbox and no row of what went is left
         assert outbox.pending() == 0
         assert set(Embedding.objects.values_list("source_id", "user_id")) == {(entries[2].pk, "u2")}
-        assert searched(Scope.for_agents(["a1"], {"a1": ["u1"]})) == set()
-        assert searched(Scope.for_agents(["a1"], {"a1": ["u2"]})) == {entries[2].pk}
+        assert searched(Grants.for_agents(["a1"], {"a1": ["u1"]})) == set()
+        assert searched(Grants.for_agents(["a1"], {"a1": ["u2"]})) == {entries[2].pk}

@@ -37,7 +37,7 @@ def edit_counter(
     from cogitator_memory.exceptions import FileVersionConflict
     from cogitator_memory.files.access import FileAccess, SeenVersions
     from cogitator_memory.files.services import MemoryFiles
-    from cogitator_memory.items.scopes import MemoryScope
+    from cogitator_memory.grants import MemoryScope
 
     counts = {"successes": 0, "conflicts": 0, "attempts": 0}
     try:

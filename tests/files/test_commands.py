@@ -20,7 +20,7 @@ from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMem
 from cogitator_memory.exceptions import MemoryFileError
 from cogitator_memory.files.access import FileAccess
 from cogitator_memory.files.services import MemoryFiles
-from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.grants import MemoryScope
 
 pytestmark = pytest.mark.django_db
 

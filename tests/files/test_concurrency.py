@@ -23,7 +23,7 @@ from cogitator_memory.files import store
 from cogitator_memory.files.access import FileAccess, SeenVersions
 from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
 from cogitator_memory.files.services import TRIES, MemoryFiles
-from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.grants import MemoryScope
 from tests.files.racers import edit_counter
 from tests.tasks.workers import worker_database_url
 from tests.threads.test_concurrency import race

@@ -23,7 +23,7 @@ from cogitator_memory.files.access import FileAccess
 from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
 from cogitator_memory.files.paths import MAX_NAME_LENGTH, MAX_PATH_BYTES, ROOT, normalize
 from cogitator_memory.files.services import MemoryFiles
-from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.grants import MemoryScope
 from tests.examples import examples
 
 pytestmark = pytest.mark.django_db

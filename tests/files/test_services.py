@@ -19,8 +19,7 @@ from cogitator_memory.exceptions import (
 from cogitator_memory.files.access import FileAccess, Place, SeenVersions
 from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
 from cogitator_memory.files.services import MAX_FILE_BYTES, MemoryFiles
-from cogitator_memory.items.scopes import MemoryScope
-from cogitator_memory.scope import Scope
+from cogitator_memory.grants import Grants, MemoryScope
 from tests.factories import EntryFactory, ThreadFactory
 
 pytestmark = pytest.mark.django_db
@@ -123,7 +122,7 @@ def test_grants_narrow_what_an_access_may_see_and_write() -> None:
     # given
     files = MemoryFiles()
     create(files, FileAccess(scope=ANA), "/memories/ana.md", "x")
-    only_bo = Scope.for_agents(["concierge"], {"concierge": ["bo"]})
+    only_bo = Grants.for_agents(["concierge"], {"concierge": ["bo"]})
     # when / then
     with pytest.raises(NoGrant):
         files.list(FileAccess(scope=ANA, grants=only_bo))

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from cogitator_memory.exceptions import InvalidItem, ItemNotFound
+from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.facts import CoreFactsStore, FactAdapter
 from cogitator_memory.items.models import ItemStatus, MemoryItem
-from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.services import MemoryItems
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import transaction
 
+from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import Entity, Evidence, ItemStatus, MemoryItem
-from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem
 from cogitator_memory.threads import services as threads
 

@@ -10,8 +10,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from cogitator_memory.exceptions import InvalidItem, NoGrant
+from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.items.models import Entity, Evidence, ItemStatus, MemoryItem
-from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.services import (
     MemoryItems,
     NewEvidence,
@@ -20,7 +20,6 @@ from cogitator_memory.items.services import (
     entity_key,
     same_value,
 )
-from cogitator_memory.scope import Scope
 from cogitator_memory.threads import services as threads
 from cogitator_memory.threads.models import Entry
 
@@ -380,12 +379,12 @@ def test_a_scope_sees_its_own_items_and_those_shared_wider(items: MemoryItems) -
 def test_grants_narrow_every_read_and_write(items: MemoryItems) -> None:
     mine = items.write(ANA, home("Lisbon", "system")).item
     items.write(BEN, home("Rome", "system", subject="Ben"))
-    ana_desk = Scope.for_agents(["concierge"], {"concierge": ["ana"]})
-    assert [i.pk for i in items.query(ANA, access=ana_desk)] == [mine.pk]
-    assert items.query(BEN, access=ana_desk) == []
+    ana_desk = Grants.for_agents(["concierge"], {"concierge": ["ana"]})
+    assert [i.pk for i in items.query(ANA, grants=ana_desk)] == [mine.pk]
+    assert items.query(BEN, grants=ana_desk) == []
     with pytest.raises(NoGrant):
-        items.write(BEN, home("Paris", "system", subject="Ben"), access=ana_desk)
-    assert items.let_go([i.pk for i in MemoryItem.objects.all()], access=ana_desk) == [mine.pk]
+        items.write(BEN, home("Paris", "system", subject="Ben"), grants=ana_desk)
+    assert items.let_go([i.pk for i in MemoryItem.objects.all()], grants=ana_desk) == [mine.pk]
 
 
 def test_history_holds_every_state_of_the_slot(items: MemoryItems, clock: Clock) -> None:

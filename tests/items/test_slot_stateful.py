@@ -25,8 +25,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import Entity
-from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.services import MemoryItems, NewItem, Slot
 from tests.examples import examples
 

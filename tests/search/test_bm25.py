@@ -16,7 +16,7 @@ import pytest
 from cogitator_memory.embeddings.stores.exact import ExactEmbeddingStore
 from cogitator_memory.embeddings.types import EmbeddingFilter, NewEmbedding, SearchHit
 from cogitator_memory.exceptions import InvalidInput
-from cogitator_memory.scope import Scope
+from cogitator_memory.grants import Grants
 from cogitator_memory.search.bm25 import (
     CollectionStats,
     Document,
@@ -337,21 +337,21 @@ def test_source_type_index_and_metadata_filters_match_exactly(scoped_rows: None)
 
 def test_a_scope_sees_its_agents_rows_and_the_shared_ones(scoped_rows: None):
     # when
-    found = keyword_sources(scope=Scope.for_agents(["agent-b"]))
+    found = keyword_sources(scope=Grants.for_agents(["agent-b"]))
     # then: the shared rows of no agent, user or thread; not those naming a thread or user
     assert found == ["b", "shared"]
 
 
 def test_a_scope_without_shared_rows_sees_only_its_agents(scoped_rows: None):
     # when
-    found = keyword_sources(scope=Scope.for_agents(["agent-b"]), include_shared=False)
+    found = keyword_sources(scope=Grants.for_agents(["agent-b"]), include_shared=False)
     # then
     assert found == ["b"]
 
 
 def test_a_grant_naming_users_sees_only_those_users_rows(scoped_rows: None):
     # given
-    scope = Scope.for_agents(["agent-a"], {"agent-a": ["u1"]})
+    scope = Grants.for_agents(["agent-a"], {"agent-a": ["u1"]})
     # when
     found = keyword_sources(scope=scope, include_shared=False)
     # then
@@ -361,7 +361,7 @@ def test_a_grant_naming_users_sees_only_those_users_rows(scoped_rows: None):
 def test_a_filter_cannot_widen_the_scope(scoped_rows: None):
     # when
     found = keyword_sources(
-        scope=Scope.for_agents(["agent-b"]),
+        scope=Grants.for_agents(["agent-b"]),
         include_shared=False,
         filter=EmbeddingFilter(agent_id="agent-a"),
     )
@@ -371,15 +371,15 @@ def test_a_filter_cannot_widen_the_scope(scoped_rows: None):
 
 def test_a_scope_of_no_grants_sees_only_shared_rows_or_nothing(scoped_rows: None):
     # when
-    with_shared = keyword_sources(scope=Scope.nothing())
-    without = keyword_sources(scope=Scope.nothing(), include_shared=False)
+    with_shared = keyword_sources(scope=Grants.nothing())
+    without = keyword_sources(scope=Grants.nothing(), include_shared=False)
     # then
     assert (with_shared, without) == (["shared"], [])
 
 
 def test_the_unrestricted_scope_sees_every_row(scoped_rows: None):
     # when
-    found = keyword_sources(scope=Scope.everything(), include_shared=False)
+    found = keyword_sources(scope=Grants.everything(), include_shared=False)
     # then
     assert len(found) == 10
 
@@ -392,7 +392,7 @@ def test_statistics_are_those_of_the_rows_the_scope_sees(index_text: IndexText):
     for n in range(5):
         index_text(f"b-{n}", "parcel parcel boxes", agent="agent-b")
     # when
-    (hit,) = keyword_search("parcel", limit=10, scope=Scope.for_agents(["agent-a"]))
+    (hit,) = keyword_search("parcel", limit=10, grants=Grants.for_agents(["agent-a"]))
     # then: agent-b's rows neither count nor show
     assert hit.embedding.source_id == "harbor"
     assert hit.score == pytest.approx(bm25_over_every_row("parcel", mine)["harbor"], rel=1e-5)
@@ -425,7 +425,7 @@ def test_a_store_with_its_own_keyword_search_is_asked_and_its_answer_scoped(
     store = KeywordOnlyStore()
     # when
     hits = keyword_search(
-        "parcel", limit=1, store=store, scope=Scope.for_agents(["agent-a", "agent-c"])
+        "parcel", limit=1, store=store, grants=Grants.for_agents(["agent-a", "agent-c"])
     )
     # then: asked again for more until a visible hit came
     assert sources(hits) == ["a"]

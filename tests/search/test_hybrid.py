@@ -21,7 +21,7 @@ from cogitator_memory.exceptions import (
     KeywordSearchUnavailable,
     VectorSearchUnavailable,
 )
-from cogitator_memory.scope import Scope
+from cogitator_memory.grants import Grants
 from cogitator_memory.search.bm25 import keyword_search
 from cogitator_memory.search.fusion import reciprocal_rank_fusion
 from cogitator_memory.search.hybrid import hybrid_search, semantic_search
@@ -298,7 +298,7 @@ def owned_rows(index_text: IndexText) -> None:
 def test_a_scope_sees_only_its_agents_rows_in_every_mode(owned_rows: None, mode: str):
     # when
     found = search_sources(
-        mode, "puppy parcel", scope=Scope.for_agents(["agent-b"]), include_shared=False
+        mode, "puppy parcel", scope=Grants.for_agents(["agent-b"]), include_shared=False
     )
     # then
     assert found == ["b"]
@@ -307,7 +307,7 @@ def test_a_scope_sees_only_its_agents_rows_in_every_mode(owned_rows: None, mode:
 @pytest.mark.parametrize("mode", MODES)
 def test_a_grant_naming_users_sees_only_their_rows_in_every_mode(owned_rows: None, mode: str):
     # given
-    scope = Scope.for_agents(["agent-a", "agent-c"], {"agent-a": ["u2"]})
+    scope = Grants.for_agents(["agent-a", "agent-c"], {"agent-a": ["u2"]})
     # when
     found = search_sources(mode, "puppy parcel", scope=scope, include_shared=False)
     # then
@@ -317,7 +317,7 @@ def test_a_grant_naming_users_sees_only_their_rows_in_every_mode(owned_rows: Non
 @pytest.mark.parametrize("mode", MODES)
 def test_shared_rows_are_seen_only_when_included_in_every_mode(owned_rows: None, mode: str):
     # when
-    found = search_sources(mode, "puppy parcel", scope=Scope.for_agents(["agent-b"]))
+    found = search_sources(mode, "puppy parcel", scope=Grants.for_agents(["agent-b"]))
     # then: a row of no agent naming a thread is not shared
     assert found == ["b", "shared"]
 
@@ -328,7 +328,7 @@ def test_filters_narrow_within_the_scope_in_every_mode(owned_rows: None, mode: s
     found = search_sources(
         mode,
         "puppy parcel",
-        scope=Scope.for_agents(["agent-a"]),
+        scope=Grants.for_agents(["agent-a"]),
         filter=EmbeddingFilter(user_id="u1"),
         include_shared=False,
     )
@@ -359,7 +359,7 @@ def test_vector_search_asks_for_more_until_enough_hits_are_visible(index_text: I
         limit=2,
         store=store,
         service=ConceptEmbeddings(),
-        scope=Scope.for_agents(["agent-a", "agent-c"]),
+        grants=Grants.for_agents(["agent-a", "agent-c"]),
     )
     # then
     assert sources(hits) == ["a-near", "a-far"]
@@ -378,7 +378,7 @@ def test_a_single_granted_agent_is_searched_with_the_store_filter(index_text: In
         limit=1,
         store=store,
         service=ConceptEmbeddings(),
-        scope=Scope.for_agents(["agent-a"]),
+        grants=Grants.for_agents(["agent-a"]),
     )
     # then: the store left agent-b's rows out itself; one request was enough
     assert sources(hits) == ["a-near"]

@@ -11,11 +11,10 @@ from typing import Any
 import pytest
 
 from cogitator_memory.embeddings.models import Embedding
+from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.items.models import MemoryItem
-from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem
 from cogitator_memory.items.vectors import ITEM_SOURCE_TYPE, embed_items
-from cogitator_memory.scope import Scope
 from cogitator_memory.search.retriever import MemoryRetriever
 from cogitator_memory.threads import services as threads
 from cogitator_memory.threads.models import Entry
@@ -396,11 +395,11 @@ def test_items_given_are_narrowed_to_what_access_sees() -> None:
     # given
     ana = write(ANA, "Ana", "home city", "Lisbon")
     ben = write(BEN, "Ben", "home city", "Lisbon")
-    access = Scope(agent_ids=frozenset({"concierge"}), user_ids={"concierge": frozenset({"ana"})})
+    access = Grants(agent_ids=frozenset({"concierge"}), user_ids={"concierge": frozenset({"ana"})})
 
     # when
     retrieval = MemoryRetriever().retrieve(
-        input="Lisbon", anchor=ANCHOR, items=[ana, ben], access=access
+        input="Lisbon", anchor=ANCHOR, items=[ana, ben], grants=access
     )
 
     # then
@@ -428,11 +427,11 @@ def test_turns_of_another_thread_in_history_are_left_out() -> None:
 def test_history_of_a_thread_access_may_not_see_returns_nothing() -> None:
     # given
     history = conversation(["Ines moved to Coimbra."], user="ben")
-    access = Scope(agent_ids=frozenset({"concierge"}), user_ids={"concierge": frozenset({"ana"})})
+    access = Grants(agent_ids=frozenset({"concierge"}), user_ids={"concierge": frozenset({"ana"})})
 
     # when
     retrieval = MemoryRetriever().retrieve(
-        input="Ines Coimbra", anchor=ANCHOR, history=history, access=access
+        input="Ines Coimbra", anchor=ANCHOR, history=history, grants=access
     )
 
     # then
@@ -471,11 +470,11 @@ def test_thread_mode_finds_older_turns_of_the_branch_only() -> None:
 def test_thread_mode_respects_access() -> None:
     # given
     history = conversation(["Ines moved to Coimbra.", *FILLER[:3]], user="ben")
-    access = Scope(agent_ids=frozenset({"concierge"}), user_ids={"concierge": frozenset({"ana"})})
+    access = Grants(agent_ids=frozenset({"concierge"}), user_ids={"concierge": frozenset({"ana"})})
 
     # when
     retrieval = MemoryRetriever().retrieve(
-        input="Ines Coimbra", anchor=ANCHOR, thread_id=history[0].thread_id, access=access
+        input="Ines Coimbra", anchor=ANCHOR, thread_id=history[0].thread_id, grants=access
     )
 
     # then

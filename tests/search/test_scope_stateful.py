@@ -5,7 +5,7 @@ The model is plain Python: which threads exist (agent and user), which messages 
 and whether each is redacted, and what each principal is granted. Every step is applied
 through the services (threads, entries) and the grant model; the message index is kept as
 the embedding task keeps it. After every step, for every scope (those of fixed grants and
-those the principals' grants make, through ``scope_for_user``), keyword, vector and hybrid
+those the principals' grants make, through ``grants_for_user``), keyword, vector and hybrid
 search must return exactly the live, unredacted messages of the threads the scope may open:
 nothing else (no leak), and nothing less (every message holds the query word). The same
 machine runs over the exact store (both databases) and the pgvector store (PostgreSQL).
@@ -30,10 +30,10 @@ from hypothesis.stateful import (
 )
 
 from cogitator_memory.access.models import Grant
-from cogitator_memory.access.selectors import scope_for_user
+from cogitator_memory.access.selectors import grants_for_user
 from cogitator_memory.embeddings import message_index
 from cogitator_memory.embeddings.types import EmbeddingFilter
-from cogitator_memory.scope import Scope
+from cogitator_memory.grants import Grants
 from cogitator_memory.search.bm25 import keyword_search
 from cogitator_memory.search.hybrid import hybrid_search, semantic_search
 from cogitator_memory.threads import services
@@ -46,12 +46,12 @@ USERS = ["u1", "u2", None]
 WORD = "zebra"
 WORDS = ["dinner", "car", "doctor", "trip", "invoice"]
 FIXED_SCOPES = [
-    Scope.everything(),
-    Scope.nothing(),
-    Scope.for_agents(["a1"]),
-    Scope.for_agents(["a1"], {"a1": ["u1"]}),
-    Scope.for_agents(["a1", "a2"], {"a1": ["u2"], "a2": ["u1", "u2"]}),
-    Scope.for_agents(["a2"], {"a2": ["u1"]}),
+    Grants.everything(),
+    Grants.nothing(),
+    Grants.for_agents(["a1"]),
+    Grants.for_agents(["a1"], {"a1": ["u1"]}),
+    Grants.for_agents(["a1", "a2"], {"a1": ["u2"], "a2": ["u1", "u2"]}),
+    Grants.for_agents(["a2"], {"a2": ["u1"]}),
 ]
 # A principal's grants: agent -> None (every user) or the users named.
 GRANTS = st.dictionaries(
@@ -159,11 +159,11 @@ class SearchScopeMachine(RuleBasedStateMachine):
 
     # --- what must hold ----------------------------------------------------------------
 
-    def _expected(self, scope: Scope) -> set[str]:
+    def _expected(self, grants: Grants) -> set[str]:
         return {
             entry_id
             for thread in self.threads
-            if scope.allows(thread.agent_id, thread.user_id)
+            if grants.allows(thread.agent_id, thread.user_id)
             for entry_id, redacted in thread.messages.items()
             if not redacted
         }
@@ -180,13 +180,13 @@ class SearchScopeMachine(RuleBasedStateMachine):
 
     @invariant()
     def every_search_mode_returns_exactly_what_the_scope_may_open(self) -> None:
-        scopes = [*FIXED_SCOPES, *(scope_for_user(user) for user in self.principals)]
+        scopes = [*FIXED_SCOPES, *(grants_for_user(user) for user in self.principals)]
         for scope in scopes:
             expected = self._expected(scope)
             found = {
-                "keyword": keyword_search(WORD, limit=100, filter=MESSAGES, scope=scope),
-                "vector": semantic_search(WORD, limit=100, filter=MESSAGES, scope=scope),
-                "hybrid": hybrid_search(WORD, limit=100, filter=MESSAGES, scope=scope).hits,
+                "keyword": keyword_search(WORD, limit=100, filter=MESSAGES, grants=scope),
+                "vector": semantic_search(WORD, limit=100, filter=MESSAGES, grants=scope),
+                "hybrid": hybrid_search(WORD, limit=100, filter=MESSAGES, grants=scope).hits,
             }
             for mode, hits in found.items():
                 ids = [hit.embedding.source_id for hit in hits]

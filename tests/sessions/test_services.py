@@ -19,7 +19,7 @@ from cogitator_memory.exceptions import (
     NoGrant,
     SessionNotFound,
 )
-from cogitator_memory.scope import Scope
+from cogitator_memory.grants import Grants
 from cogitator_memory.sessions import services
 from cogitator_memory.sessions.models import ChannelSession, SessionStatus
 from cogitator_memory.sessions.services import SessionManager
@@ -108,23 +108,23 @@ def test_a_bad_key_part_is_refused_before_anything_is_written(position: int, val
 
 def test_grants_decide_who_may_create_and_see_a_session():
     # given
-    ana = Scope.for_agents(["assistant"], {"assistant": ["user-1"]})
-    other = Scope.for_agents(["assistant"], {"assistant": ["user-2"]})
-    session, _ = SessionManager().get_or_create(*KEY, scope=ana)
+    ana = Grants.for_agents(["assistant"], {"assistant": ["user-1"]})
+    other = Grants.for_agents(["assistant"], {"assistant": ["user-2"]})
+    session, _ = SessionManager().get_or_create(*KEY, grants=ana)
     # when / then: another user's grant neither creates nor sees it
     with pytest.raises(NoGrant):
-        SessionManager().get_or_create(*KEY, scope=other)
+        SessionManager().get_or_create(*KEY, grants=other)
     with pytest.raises(NoGrant):
-        SessionManager().get_or_create(*KEY[:3], "another-agent", scope=ana)
+        SessionManager().get_or_create(*KEY[:3], "another-agent", grants=ana)
     with pytest.raises(SessionNotFound):
         SessionManager().get(session.pk, scope=other)
     with pytest.raises(SessionNotFound):
-        SessionManager().touch(session.pk, scope=other)
+        SessionManager().touch(session.pk, grants=other)
     with pytest.raises(SessionNotFound):
-        SessionManager().compact(session.pk, {"strategy": "summary"}, scope=other)
-    assert SessionManager().list(scope=other).sessions == []
-    assert SessionManager().list(scope=Scope.nothing()).sessions == []
-    assert [s.pk for s in SessionManager().list(scope=ana).sessions] == [session.pk]
+        SessionManager().compact(session.pk, {"strategy": "summary"}, grants=other)
+    assert SessionManager().list(grants=other).sessions == []
+    assert SessionManager().list(grants=Grants.nothing()).sessions == []
+    assert [s.pk for s in SessionManager().list(grants=ana).sessions] == [session.pk]
     assert SessionManager().get(session.pk, scope=ana).pk == session.pk
 
 

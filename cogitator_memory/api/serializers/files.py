@@ -18,7 +18,7 @@ from cogitator_memory.exceptions import InvalidMemoryPath
 from cogitator_memory.files.models import Author, MemoryFileVersion
 from cogitator_memory.files.paths import MAX_NAME_LENGTH, ROOT, normalize
 from cogitator_memory.files.services import MemoryFile
-from cogitator_memory.items.scopes import MAX_SCOPE_ID_LENGTH, SCOPE_FIELDS, MemoryScope
+from cogitator_memory.grants import MAX_SCOPE_ID_LENGTH, SCOPE_FIELDS, MemoryScope
 from cogitator_memory.jsondata import json_problem
 
 # A memory path: /memories or a path under it, with no control character, no name that

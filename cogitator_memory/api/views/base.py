@@ -7,14 +7,14 @@ from rest_framework.authentication import SessionAuthentication, TokenAuthentica
 from rest_framework.generics import GenericAPIView
 
 from cogitator_memory.api.authentication import APIKeyAuthentication
+from cogitator_memory.api.grants import request_grants
 from cogitator_memory.api.parsers import SafeJSONParser
 from cogitator_memory.api.permissions import IsPrincipal
-from cogitator_memory.api.scope import request_scope
 from cogitator_memory.api.serializers.errors import ErrorSerializer
 from cogitator_memory.api.throttling import PrincipalRateThrottle
 from cogitator_memory.exceptions import EntryNotFound, ThreadNotFound
+from cogitator_memory.grants import Grants
 from cogitator_memory.jsondata import text_problem
-from cogitator_memory.scope import Scope
 from cogitator_memory.threads.models import Entry, Thread
 from cogitator_memory.threads.validation import THREAD_ID_PATTERN
 
@@ -40,15 +40,15 @@ class MemoryAPIView(GenericAPIView):
     parser_classes = [SafeJSONParser]
 
     @property
-    def scope(self) -> Scope:
-        return request_scope(self.request)
+    def grants(self) -> Grants:
+        return request_grants(self.request)
 
     def visible_thread(self, thread_id: str) -> Thread:
         """The thread if the caller may see it; ``ThreadNotFound`` (404) otherwise, the
         same answer as for a thread that does not exist."""
         # An id that no thread can have is not looked up (PostgreSQL refuses NUL in text).
         thread = (
-            Thread.objects.visible_to(self.scope).filter(pk=thread_id).first()
+            Thread.objects.visible_to(self.grants).filter(pk=thread_id).first()
             if THREAD_ID_PATTERN.fullmatch(thread_id)
             else None
         )
@@ -59,7 +59,7 @@ class MemoryAPIView(GenericAPIView):
     def visible_entry(self, entry_id: str) -> Entry:
         """The entry if the caller may see its thread; ``EntryNotFound`` (404) otherwise."""
         entry = (
-            Entry.objects.visible_to(self.scope).filter(pk=entry_id).first()
+            Entry.objects.visible_to(self.grants).filter(pk=entry_id).first()
             if len(entry_id) <= ENTRY_ID_MAX_LENGTH and not text_problem(entry_id)
             else None
         )

@@ -91,7 +91,9 @@ class ThreadRewindView(MemoryAPIView):
     def post(self, request: Request, thread_id: str) -> Response:
         payload = RewindSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        thread = services.rewind(thread_id, payload.validated_data["to_entry_id"], scope=self.scope)
+        thread = services.rewind(
+            thread_id, payload.validated_data["to_entry_id"], grants=self.grants
+        )
         return Response(ThreadSerializer(thread).data)
 
 
@@ -110,7 +112,9 @@ class ThreadCheckoutView(MemoryAPIView):
     def post(self, request: Request, thread_id: str) -> Response:
         payload = CheckoutSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        thread = services.checkout(thread_id, payload.validated_data["entry_id"], scope=self.scope)
+        thread = services.checkout(
+            thread_id, payload.validated_data["entry_id"], grants=self.grants
+        )
         return Response(ThreadSerializer(thread).data)
 
 
@@ -137,6 +141,6 @@ class ThreadForkView(MemoryAPIView):
         payload.is_valid(raise_exception=True)
         data: dict[str, Any] = payload.validated_data
         fork = services.fork_thread(
-            thread_id, data["at_entry_id"], data.get("new_thread_id"), scope=self.scope
+            thread_id, data["at_entry_id"], data.get("new_thread_id"), grants=self.grants
         )
         return Response(ThreadSerializer(fork).data, status=status.HTTP_201_CREATED)

@@ -51,7 +51,7 @@ class ThreadCompactView(RequestRunView):
     run_url_name = "cogitator_memory_api:compaction-run"
 
     def request_run(self, thread_id: str) -> CompactionRun:
-        run, _created = request_compaction(thread_id, scope=self.scope)
+        run, _created = request_compaction(thread_id, grants=self.grants)
         return run
 
 
@@ -66,7 +66,7 @@ class CompactionRunView(RunStatusView):
     serializer_class = CompactionRunSerializer
 
     def get_run(self, run_id: str) -> CompactionRun:
-        return get_compaction_run(run_id, scope=self.scope)
+        return get_compaction_run(run_id, grants=self.grants)
 
 
 @extend_schema_view(
@@ -94,5 +94,7 @@ class ThreadCompactedHistoryView(MemoryAPIView):
         query = CompactedHistoryQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params: dict[str, Any] = query.validated_data
-        history = read_compacted_history(thread_id, leaf_id=params.get("leaf_id"), scope=self.scope)
+        history = read_compacted_history(
+            thread_id, leaf_id=params.get("leaf_id"), grants=self.grants
+        )
         return Response({"results": EntrySerializer(history, many=True).data})

@@ -35,7 +35,7 @@ from cogitator_memory.context.config import (
     default_strategy,
 )
 from cogitator_memory.exceptions import ThreadNotFound
-from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.grants import MemoryScope
 from cogitator_memory.search.retriever import MemoryRetriever
 from cogitator_memory.threads.selectors import entry_in_thread
 
@@ -89,7 +89,7 @@ class ContextView(MemoryAPIView):
             current_input=params.get("current_input") or None,
             leaf_id=params.get("leaf_id"),
             as_of=params.get("as_of"),
-            access=self.scope,
+            grants=self.grants,
         )
         return Response(BuiltContextSerializer(built).data)
 
@@ -123,7 +123,7 @@ class RecallView(MemoryAPIView):
         agent_id, user_id = params["agent_id"], params.get("user_id")
         # Refused before anything is looked up, so a caller learns nothing of memory its
         # grants do not reach.
-        policy.require_read(self.scope, agent_id, user_id)
+        policy.require_read(self.grants, agent_id, user_id)
         options: dict[str, Any] = {}
         if "thread_id" in params:
             thread = self.visible_thread(params["thread_id"])
@@ -138,7 +138,7 @@ class RecallView(MemoryAPIView):
             anchor=params.get("as_of") or timezone.now(),
             time_zone=params["time_zone"],
             scope=scope,
-            access=self.scope,
+            grants=self.grants,
             limit=params["limit"],
             **options,
         )

@@ -75,7 +75,7 @@ class ThreadEntriesView(MemoryAPIView):
         data: dict[str, Any] = dict(payload.validated_data)
         if "parent_id" not in data:
             data["parent_id"] = services.UNSET
-        entry = services.add_entry(thread_id, **data, scope=self.scope)
+        entry = services.add_entry(thread_id, **data, grants=self.grants)
         return Response(EntrySerializer(entry).data, status=status.HTTP_201_CREATED)
 
 
@@ -98,7 +98,7 @@ class EntryDetailView(MemoryAPIView):
         return Response(EntrySerializer(self.visible_entry(entry_id)).data)
 
     def delete(self, request: Request, entry_id: str) -> Response:
-        services.delete_entry(entry_id, scope=self.scope)
+        services.delete_entry(entry_id, grants=self.grants)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -126,7 +126,7 @@ class EntryRedactView(MemoryAPIView):
         payload.is_valid(raise_exception=True)
         data: dict[str, Any] = payload.validated_data
         entry = services.redact_entry(
-            entry_id, at=data.get("at"), reason=data.get("reason"), scope=self.scope
+            entry_id, at=data.get("at"), reason=data.get("reason"), grants=self.grants
         )
         if entry is None:
             raise EntryNotFound(entry_id)

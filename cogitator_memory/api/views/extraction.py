@@ -40,7 +40,7 @@ class ThreadExtractView(RequestRunView):
     run_url_name = "cogitator_memory_api:extraction-run"
 
     def request_run(self, thread_id: str) -> ExtractionRun:
-        run, _created = request_extraction(thread_id, scope=self.scope)
+        run, _created = request_extraction(thread_id, grants=self.grants)
         return run
 
 
@@ -55,4 +55,4 @@ class ExtractionRunView(RunStatusView):
     serializer_class = ExtractionRunSerializer
 
     def get_run(self, run_id: str) -> ExtractionRun:
-        return get_run(run_id, scope=self.scope)
+        return get_run(run_id, grants=self.grants)

@@ -45,7 +45,7 @@ from cogitator_memory.exceptions import (
 from cogitator_memory.files.access import FileAccess, Place
 from cogitator_memory.files.models import Author
 from cogitator_memory.files.services import UNSET, MemoryFiles
-from cogitator_memory.items.scopes import MemoryScope
+from cogitator_memory.grants import MemoryScope
 
 ERROR_404_FILE = OpenApiResponse(
     ErrorSerializer,
@@ -85,14 +85,14 @@ class FileAPIView(MemoryAPIView):
 
     def reaches(self, scope: MemoryScope) -> bool:
         """Whether the principal's grants reach the scope's agent and user."""
-        return policy.can_see(self.scope, scope.agent_id, scope.user_id)
+        return policy.can_see(self.grants, scope.agent_id, scope.user_id)
 
     def require_grant(self, scope: MemoryScope) -> None:
         """``NoGrant`` (403) for a change in a scope the grants do not reach."""
         try:
-            policy.require_write(self.scope, scope.agent_id, scope.user_id)
+            policy.require_write(self.grants, scope.agent_id, scope.user_id)
         except NoGrant as refusal:
-            if scope.user_id is None and self.scope.allows_agent(scope.agent_id):
+            if scope.user_id is None and self.grants.allows_agent(scope.agent_id):
                 # The thread's wording names metadata.userId; a file's scope names user_id.
                 refusal.message = (
                     f"Your grant for agent {scope.agent_id!r} names users: give user_id."
@@ -113,7 +113,7 @@ class FileAPIView(MemoryAPIView):
             if thread_id is not None and entry.thread_id != thread_id:
                 raise EntryNotInThread(data["place"], thread_id, field="place")
             place = Place(thread_id=entry.thread_id, leaf_id=entry.pk)
-        return FileAccess(scope=scope, place=place, grants=self.scope, author=author)
+        return FileAccess(scope=scope, place=place, grants=self.grants, author=author)
 
 
 _SCOPE_DESCRIPTION = (
@@ -247,7 +247,7 @@ class FileHistoryView(FileAPIView):
         # for one user): under a grant that names users, that is not the principal's to read.
         kept: list[Any] = []
         for version in reversed(versions):
-            if not self.scope.allows(version.agent_id, version.user_id):
+            if not self.grants.allows(version.agent_id, version.user_id):
                 break
             kept.append(version)
         if not kept:

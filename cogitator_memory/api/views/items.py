@@ -32,10 +32,10 @@ from cogitator_memory.api.serializers.items import (
 )
 from cogitator_memory.api.views.base import COMMON_ERRORS, ERROR_400, ERROR_404, MemoryAPIView
 from cogitator_memory.exceptions import ItemNotFound, ReviewRefused
+from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import MemoryItem
 from cogitator_memory.items.querysets import ItemQuerySet
 from cogitator_memory.items.review import REVIEW_ACTIONS, may_review, review_item
-from cogitator_memory.items.scopes import MemoryScope
 from cogitator_memory.items.selectors import held, page_items
 from cogitator_memory.items.services import MemoryItems, Slot
 from cogitator_memory.jsondata import storable_text
@@ -53,7 +53,7 @@ ERROR_409_REVIEW = OpenApiResponse(
 
 class ItemAPIView(MemoryAPIView):
     def visible_items(self) -> ItemQuerySet:
-        return MemoryItem.objects.visible_to(self.scope)
+        return MemoryItem.objects.visible_to(self.grants)
 
     def visible_item(self, item_id: str) -> MemoryItem:
         """The item if the caller's grants reach it; ``ItemNotFound`` (404) otherwise."""
@@ -131,7 +131,7 @@ class ItemDetailView(ItemAPIView):
             item.evidence.filter(entry__isnull=False).values_list("entry__thread_id", flat=True)
         )
         visible = set(
-            Thread.objects.visible_to(self.scope)
+            Thread.objects.visible_to(self.grants)
             .filter(pk__in=thread_ids)
             .values_list("pk", flat=True)
         )
@@ -155,7 +155,7 @@ class ItemHistoryView(ItemAPIView):
     def get(self, request: Request, item_id: str) -> Response:
         item = self.visible_item(item_id)
         states = MemoryItems().history(
-            MemoryScope.of(item), Slot(item.subject_id, item.attribute), access=self.scope
+            MemoryScope.of(item), Slot(item.subject_id, item.attribute), grants=self.grants
         )
         return Response({"results": ItemSerializer(states, many=True).data})
 
@@ -179,7 +179,7 @@ class ReviewView(ItemAPIView):
                 f"to {self.action.replace('_', ' ')} items."
             )
         reason = self.reason(request)
-        item = review_item(item_id, self.action, access=self.scope, reason=reason)
+        item = review_item(item_id, self.action, grants=self.grants, reason=reason)
         done = {"activate": "activated", "reject": f"rejected: {reason}", "let_go": "let go"}
         reviewer = request.user.pk
         assert reviewer is not None  # may_review refused anonymous users

@@ -57,7 +57,7 @@ class SessionListView(MemoryAPIView):
             agent_id=params.get("agent_id"),
             limit=params.get("limit"),
             cursor=params.get("cursor"),
-            scope=self.scope,
+            grants=self.grants,
         )
         next_url = None
         if page.next_cursor:
@@ -79,7 +79,7 @@ class SessionListView(MemoryAPIView):
             data["channel_type"],
             data["channel_id"],
             data["agent_id"],
-            scope=self.scope,
+            grants=self.grants,
         )
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return Response(SessionSerializer(session).data, status=code)
@@ -96,4 +96,6 @@ class SessionDetailView(MemoryAPIView):
     serializer_class = SessionSerializer
 
     def get(self, request: Request, session_id: str) -> Response:
-        return Response(SessionSerializer(SessionManager().get(session_id, scope=self.scope)).data)
+        return Response(
+            SessionSerializer(SessionManager().get(session_id, grants=self.grants)).data
+        )

@@ -56,7 +56,7 @@ class ThreadListView(MemoryAPIView):
     pagination_class = ThreadCursorPagination
 
     def get_queryset(self) -> ThreadQuerySet:
-        return Thread.objects.visible_to(self.scope)
+        return Thread.objects.visible_to(self.grants)
 
     def get(self, request: Request) -> Response:
         queryset = self.filter_queryset(self.get_queryset())
@@ -69,7 +69,7 @@ class ThreadListView(MemoryAPIView):
         data: dict[str, Any] = payload.validated_data
         thread_id = data.get("id")
         thread, created = services.upsert_thread(
-            data["agent_id"], data["metadata"], thread_id=thread_id, scope=self.scope
+            data["agent_id"], data["metadata"], thread_id=thread_id, grants=self.grants
         )
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return Response(ThreadSerializer(thread).data, status=code)
@@ -104,10 +104,10 @@ class ThreadDetailView(MemoryAPIView):
         payload.is_valid(raise_exception=True)
         data: dict[str, Any] = payload.validated_data
         thread = services.update_thread(
-            thread_id, data["metadata"], replace=data["replace"], scope=self.scope
+            thread_id, data["metadata"], replace=data["replace"], grants=self.grants
         )
         return Response(ThreadSerializer(thread).data)
 
     def delete(self, request: Request, thread_id: str) -> Response:
-        services.delete_thread(thread_id, scope=self.scope)
+        services.delete_thread(thread_id, grants=self.grants)
         return Response(status=status.HTTP_204_NO_CONTENT)

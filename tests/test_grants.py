@@ -1,9 +1,9 @@
-"""Scope: the one place where what a caller may see is decided."""
+"""Grants: the one place where what a caller may see is decided."""
 
 import pytest
 
 from cogitator_memory.exceptions import InvalidInput
-from cogitator_memory.scope import Scope, scope_condition, thread_owner
+from cogitator_memory.grants import Grants, grants_condition, thread_owner
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Entry, Thread
 
@@ -20,20 +20,20 @@ def threads():
     }
 
 
-def visible_threads(scope: Scope) -> set[str]:
-    return set(Thread.objects.visible_to(scope).values_list("id", flat=True))
+def visible_threads(grants: Grants) -> set[str]:
+    return set(Thread.objects.visible_to(grants).values_list("id", flat=True))
 
 
 def test_unrestricted_scope_sees_every_thread(threads):
-    assert visible_threads(Scope.everything()) == {t.id for t in threads.values()}
+    assert visible_threads(Grants.everything()) == {t.id for t in threads.values()}
 
 
 def test_scope_without_grants_sees_nothing(threads):
-    assert visible_threads(Scope.nothing()) == set()
+    assert visible_threads(Grants.nothing()) == set()
 
 
 def test_agent_grant_sees_only_that_agents_threads(threads):
-    assert visible_threads(Scope.for_agents(["agent-a"])) == {
+    assert visible_threads(Grants.for_agents(["agent-a"])) == {
         threads["a_u1"].id,
         threads["a_u2"].id,
     }
@@ -41,13 +41,13 @@ def test_agent_grant_sees_only_that_agents_threads(threads):
 
 def test_user_grant_limits_one_agent_and_leaves_the_other_whole(threads):
     # given a scope that sees user u1 of agent-a and all of agent-b
-    scope = Scope.for_agents(["agent-a", "agent-b"], {"agent-a": ["u1"]})
+    scope = Grants.for_agents(["agent-a", "agent-b"], {"agent-a": ["u1"]})
     # then
     assert visible_threads(scope) == {threads["a_u1"].id, threads["b_u5"].id, threads["b_none"].id}
 
 
 def test_a_grant_naming_users_does_not_see_a_thread_of_no_user(threads):
-    scope = Scope.for_agents(["agent-b"], {"agent-b": ["5"]})
+    scope = Grants.for_agents(["agent-b"], {"agent-b": ["5"]})
     assert visible_threads(scope) == {threads["b_u5"].id}
 
 
@@ -86,23 +86,23 @@ def test_entries_follow_the_scope_of_their_thread(threads):
     mine = services.add_entry(threads["a_u1"].id, role="user", content="mine")
     services.add_entry(threads["a_u2"].id, role="user", content="not mine")
     # when
-    scope = Scope.for_agents(["agent-a"], {"agent-a": ["u1"]})
+    scope = Grants.for_agents(["agent-a"], {"agent-a": ["u1"]})
     # then
     assert list(Entry.objects.visible_to(scope).values_list("id", flat=True)) == [mine.id]
 
 
 def test_scope_condition_is_none_for_a_scope_that_sees_nothing():
-    assert scope_condition(Scope.nothing(), agent_field="a", user_field="u") is None
-    assert Thread.objects.visible_to(Scope.nothing()).query.is_empty()
+    assert grants_condition(Grants.nothing(), agent_field="a", user_field="u") is None
+    assert Thread.objects.visible_to(Grants.nothing()).query.is_empty()
 
 
 def test_allows_mirrors_the_queryset(threads):
     scopes = [
-        Scope.for_agents(["agent-a", "agent-b"], {"agent-a": ["u1"]}),
-        Scope.for_agents(["agent-b"], {"agent-b": ["5"]}),
-        Scope.for_agents(["agent-a"]),
-        Scope.nothing(),
-        Scope.everything(),
+        Grants.for_agents(["agent-a", "agent-b"], {"agent-a": ["u1"]}),
+        Grants.for_agents(["agent-b"], {"agent-b": ["5"]}),
+        Grants.for_agents(["agent-a"]),
+        Grants.nothing(),
+        Grants.everything(),
     ]
     for scope in scopes:
         in_python = {t.id for t in Thread.objects.all() if scope.allows_thread(t)}
@@ -113,4 +113,4 @@ def test_allows_mirrors_the_queryset(threads):
     assert not scope.allows("agent-a", None)
     assert scope.allows("agent-b", None)
     assert not scope.allows("agent-c", None)
-    assert Scope.everything().allows("anything", None)
+    assert Grants.everything().allows("anything", None)

@@ -5,24 +5,24 @@ from __future__ import annotations
 from rest_framework.request import Request
 from rest_framework_api_key.models import APIKey
 
-from cogitator_memory.access.selectors import scope_for_api_key, scope_for_user
-from cogitator_memory.scope import Scope
+from cogitator_memory.access.selectors import grants_for_api_key, grants_for_user
+from cogitator_memory.grants import Grants
 
 
-def request_scope(request: Request) -> Scope:
+def request_grants(request: Request) -> Grants:
     """The scope of the request's principal: its API key's grants, or its user's.
 
     Cached on the request: one query per request, however many objects it touches.
     """
-    cached = getattr(request, "_memory_scope", None)
-    if isinstance(cached, Scope):
+    cached = getattr(request, "_cogitator_grants", None)
+    if isinstance(cached, Grants):
         return cached
     if isinstance(request.auth, APIKey):
-        scope = scope_for_api_key(request.auth)
+        grants = grants_for_api_key(request.auth)
     else:
-        scope = scope_for_user(request.user)
-    request._memory_scope = scope  # type: ignore[attr-defined]
-    return scope
+        grants = grants_for_user(request.user)
+    request._cogitator_grants = grants  # type: ignore[attr-defined]
+    return grants
 
 
 def principal_key(request: Request) -> str | None:
