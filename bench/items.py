@@ -80,7 +80,7 @@ def fill(total: int) -> None:
     from django.db import connection
 
     from cogitator_memory.items.models import Entity, MemoryItem
-    from cogitator_memory.items.services import entity_key
+    from cogitator_memory.items.statements import entity_key
 
     if not Entity.objects.filter(agent_id=AGENT).exists():
         Entity.objects.bulk_create(
@@ -121,7 +121,7 @@ def fill(total: int) -> None:
 def measure_queries(items: Any) -> dict[str, Any]:
     from cogitator_memory.grants import MemoryScope
     from cogitator_memory.items.models import Entity, MemoryItem
-    from cogitator_memory.items.services import Slot
+    from cogitator_memory.items.statements import Slot
 
     scope = MemoryScope(AGENT, user_id=MEASURED)
     subject = Entity.objects.filter(agent_id=AGENT, user_id=MEASURED).order_by("pk").first()
@@ -174,7 +174,8 @@ def measure(database: str, quick: bool) -> dict[str, Any]:
 
         from cogitator_memory.grants import MemoryScope
         from cogitator_memory.items.extractor import MemoryExtractor
-        from cogitator_memory.items.services import MemoryItems, NewItem
+        from cogitator_memory.items.services import MemoryItems
+        from cogitator_memory.items.statements import NewItem
         from cogitator_memory.llm.scripted import ScriptedAnswer, ScriptedModel
         from cogitator_memory.threads import services
 

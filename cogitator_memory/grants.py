@@ -210,16 +210,18 @@ def exact_scope_q(scope: MemoryScope, *, prefix: str = "") -> Q:
     return condition
 
 
-def exact_scope_sql(scope: MemoryScope, *, table: str) -> tuple[list[str], list[Any]]:
-    """``exact_scope_q`` as raw SQL conditions on ``table``'s columns (``table`` is an alias
-    such as ``i``), and their parameters: the form the hot write path sends itself."""
+def exact_scope_sql(scope: MemoryScope, *, table: str = "") -> tuple[list[str], list[Any]]:
+    """``exact_scope_q`` as raw SQL conditions on the scope columns (of ``table``, an alias
+    such as ``i``, where given), and their parameters: the form the hot write path of
+    items sends itself."""
+    column = f"{table}." if table else ""
     conditions: list[str] = []
     params: list[Any] = []
     for name, value in scope.as_fields().items():
         if value is None:
-            conditions.append(f'{table}."{name}" IS NULL')
+            conditions.append(f'{column}"{name}" IS NULL')
         else:
-            conditions.append(f'{table}."{name}" = %s')
+            conditions.append(f'{column}"{name}" = %s')
             params.append(value)
     return conditions, params
 

@@ -41,7 +41,8 @@ from cogitator_memory.exceptions import CogitatorMemoryError
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import Evidence, ItemStatus, MemoryItem
 from cogitator_memory.items.review import ACTIVATABLE, LETTABLE, REJECTABLE
-from cogitator_memory.items.services import MemoryItems, Slot
+from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.items.statements import Slot
 from cogitator_memory.threads.text import entry_text
 
 __all__ = ["MemoryItemAdmin", "highlighted"]

@@ -27,7 +27,8 @@ from cogitator_memory.context.turn_context import (
 )
 from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.items.models import ItemKind, ItemStatus, MemoryItem
-from cogitator_memory.items.services import MemoryItems, same_value
+from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.items.statements import same_value
 
 __all__ = [
     "MAX_OBSERVATIONS",

@@ -34,7 +34,8 @@ from cogitator_memory.items.extraction import (
     parse_extraction,
 )
 from cogitator_memory.items.models import TRUST_RANK, ItemKind, Trust
-from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem, Written
+from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.items.statements import NewEvidence, NewItem, Written
 from cogitator_memory.items.timing import resolve_time
 from cogitator_memory.lineage import quote_holds
 from cogitator_memory.llm.protocol import Completion, Message, Summarize

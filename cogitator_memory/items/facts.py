@@ -24,7 +24,8 @@ from django.db import transaction
 from cogitator_memory.exceptions import InvalidItem, ItemNotFound
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import Entity, ItemKind, MemoryItem, Trust
-from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem, Slot, entity_key
+from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.items.statements import NewEvidence, NewItem, Slot, entity_key
 from cogitator_memory.jsondata import text_problem
 
 __all__ = ["CORE_SCOPE", "CoreFactsStore", "Fact", "FactAdapter", "FactChange"]

@@ -14,7 +14,9 @@ from django.db.models import Count, Q
 
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import Entity, Evidence, MemoryItem
-from cogitator_memory.items.services import MemoryItems, Slot, layout_slot
+from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.items.statements import Slot
+from cogitator_memory.items.write_sql import layout_slot
 
 __all__ = ["ItemsOnEntries"]
 

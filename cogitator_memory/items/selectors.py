@@ -13,15 +13,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import Q
+from django.db import connections
+from django.db.models import Q, prefetch_related_objects
 
 from cogitator_memory.conf import memory_settings
+from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.items.models import ItemStatus, MemoryItem
 from cogitator_memory.items.querysets import ItemQuerySet, known_at_q, valid_as_known_q
+from cogitator_memory.items.rules import ItemRules
+from cogitator_memory.items.statements import Slot
 from cogitator_memory.limits import check_limit
 from cogitator_memory.threads.selectors import MOMENT_PART, decode_keyset, encode_keyset
 
-__all__ = ["DEFAULT_HELD_STATUSES", "ITEM_CURSOR_PATTERN", "ItemPage", "held", "page_items"]
+__all__ = [
+    "DEFAULT_HELD_STATUSES",
+    "ITEM_CURSOR_PATTERN",
+    "ItemPage",
+    "ItemReads",
+    "held",
+    "page_items",
+]
 
 # What a reading of a moment returns unless told: the states of slots, current or closed.
 DEFAULT_HELD_STATUSES = (ItemStatus.ACTIVE, ItemStatus.SUPERSEDED)
@@ -91,3 +102,81 @@ def page_items(items: ItemQuerySet, *, limit: int | None, cursor: str | None) ->
         last = rows[size - 1]
         return ItemPage(items=rows[:size], next_cursor=encode_keyset(last.recorded_at, last.pk))
     return ItemPage(items=rows)
+
+
+class ItemReads(ItemRules):
+    """The reads of memory items a run makes: what holds, what recall searches, a
+    slot's history."""
+
+    # --- reading ---------------------------------------------------------------------
+
+    def query(
+        self,
+        scope: MemoryScope,
+        *,
+        as_of: datetime | None = None,
+        known_at: datetime | None = None,
+        statuses: Sequence[str] | None = None,
+        kinds: Sequence[str] | None = None,
+        slot: Slot | None = None,
+        grants: Grants | None = None,
+    ) -> list[MemoryItem]:
+        """The items a run of ``scope`` sees that held in the world ``as_of`` (default
+        ``known_at``) as memory knew them ``known_at`` (default now), newest first. By
+        default active and superseded items, the state that holds read from the times;
+        an item let go or made stale after ``known_at`` counts as it stood then."""
+        items: ItemQuerySet = MemoryItem.objects.seen_from(scope)
+        if grants is not None:
+            items = items.visible_to(grants)
+        items = held(items, as_of=as_of, known_at=known_at, statuses=statuses, now=self.clock())
+        if kinds is not None:
+            items = items.filter(kind__in=list(kinds))
+        if slot is not None:
+            items = items.of_slot(slot.subject_id, slot.attribute)
+        return _newest_first(items, scope)
+
+    def recallable(
+        self, scope: MemoryScope, *, as_of: datetime, grants: Grants | None = None
+    ) -> list[MemoryItem]:
+        """The items recall searches: those a run of ``scope`` sees that memory holds
+        (active or superseded, not let go, stale or rejected) and that began by ``as_of``,
+        whether they still hold or held before, newest first. Those of them that hold at
+        ``as_of`` are what ``query(scope, as_of=as_of)`` returns."""
+        items: ItemQuerySet = MemoryItem.objects.seen_from(scope)
+        if grants is not None:
+            items = items.visible_to(grants)
+        items = items.filter(
+            status__in=list(DEFAULT_HELD_STATUSES), expired_at__isnull=True, valid_from__lte=as_of
+        )
+        return _newest_first(items, scope)
+
+    def history(
+        self, scope: MemoryScope, slot: Slot, *, grants: Grants | None = None
+    ) -> list[MemoryItem]:
+        """Every state of a slot the scope sees, closed, let go and stale ones included,
+        in the order of their validity."""
+        items: ItemQuerySet = MemoryItem.objects.seen_from(scope).of_slot(
+            slot.subject_id, slot.attribute
+        )
+        if grants is not None:
+            items = items.visible_to(grants)
+        return list(items.select_related("subject").in_timeline_order())
+
+
+def _newest_first(items: ItemQuerySet, scope: MemoryScope) -> list[MemoryItem]:
+    """``items`` with their subjects, the newest first (by start, then record, then id).
+
+    The subjects are read apart, once each: a user's items are mostly about a few
+    subjects (the user first), so a join would build the same entity once per item."""
+    items = items.order_by("-valid_from", "-recorded_at", "-id")
+    if scope.user_id is not None and connections[items.db].vendor == "sqlite":
+        # SQLite serves "the user's or no user's" with no plan but reading every item of
+        # the agent; the user's and the shared ones, asked apart, are each one range of
+        # the (agent, user, status) index. Its BINARY collation orders ids as Python
+        # does, so the merged list is in the order one query would give.
+        found = [*items.filter(user_id=scope.user_id), *items.filter(user_id__isnull=True)]
+        found.sort(key=lambda item: (item.valid_from, item.recorded_at, item.pk), reverse=True)
+    else:
+        found = list(items)
+    prefetch_related_objects(found, "subject")
+    return found

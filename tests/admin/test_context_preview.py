@@ -14,7 +14,8 @@ from django.urls import reverse
 
 from cogitator_memory.access.models import Grant
 from cogitator_memory.grants import MemoryScope
-from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem
+from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.items.statements import NewEvidence, NewItem
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Entry, Thread
 

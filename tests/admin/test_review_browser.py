@@ -21,7 +21,8 @@ from pytest_django.live_server_helper import LiveServer
 from cogitator_memory.access.models import Grant
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import ItemStatus, MemoryItem
-from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem
+from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.items.statements import NewEvidence, NewItem
 from cogitator_memory.threads import services
 from tests.admin.test_browser import SCREENSHOT_DIR, chromium_page
 

@@ -9,7 +9,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from cogitator_memory.grants import MemoryScope
-from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem
+from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.items.statements import NewEvidence, NewItem
 from cogitator_memory.threads import services
 from tests.api.conftest import API, Conversation, assert_error
 

@@ -15,7 +15,8 @@ from rest_framework_api_key.models import APIKey
 
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import ItemStatus, MemoryItem
-from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem
+from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.items.statements import NewEvidence, NewItem
 from cogitator_memory.threads import services
 from tests.api.conftest import API, Conversation, api_key_client, assert_error, token_client
 

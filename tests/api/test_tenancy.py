@@ -37,7 +37,8 @@ from cogitator_memory.files.access import FileAccess
 from cogitator_memory.files.services import MemoryFiles
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import ExtractionRun, MemoryItem, RunStatus
-from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem
+from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.items.statements import NewEvidence, NewItem
 from cogitator_memory.sessions.models import ChannelSession
 from tests.api.conftest import (
     API,

@@ -16,7 +16,8 @@ from cogitator_memory.context.facts import one_state_per_slot
 from cogitator_memory.context.seams import Observation
 from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.items.models import ItemKind, MemoryItem, Trust
-from cogitator_memory.items.services import MemoryItems, NewItem
+from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.items.statements import NewItem
 from tests.context.support import AGENT, USER, new_thread, say
 
 pytestmark = pytest.mark.django_db

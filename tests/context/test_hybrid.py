@@ -12,7 +12,8 @@ from cogitator_memory.context.builder import ContextBuilder
 from cogitator_memory.context.config import ContextBuilderConfig, ContextBuilderDeps
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import ItemKind, MemoryItem, Trust
-from cogitator_memory.items.services import MemoryItems, NewItem
+from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.items.statements import NewItem
 from cogitator_memory.search.retrieval_types import (
     ChannelScore,
     QueryAnalysis,

@@ -15,7 +15,8 @@ import pytest
 
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import Entity, ItemStatus, MemoryItem
-from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem, Slot
+from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.items.statements import NewEvidence, NewItem, Slot
 from cogitator_memory.threads import services as threads
 from tests.threads.test_concurrency import race
 

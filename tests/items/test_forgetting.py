@@ -9,7 +9,8 @@ from django.db import transaction
 
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import Entity, Evidence, ItemStatus, MemoryItem
-from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem
+from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.items.statements import NewEvidence, NewItem
 from cogitator_memory.threads import services as threads
 
 pytestmark = pytest.mark.django_db

@@ -12,14 +12,8 @@ from django.test.utils import CaptureQueriesContext
 from cogitator_memory.exceptions import InvalidItem, NoGrant
 from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.items.models import Entity, Evidence, ItemStatus, MemoryItem
-from cogitator_memory.items.services import (
-    MemoryItems,
-    NewEvidence,
-    NewItem,
-    Slot,
-    entity_key,
-    same_value,
-)
+from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.items.statements import NewEvidence, NewItem, Slot, entity_key, same_value
 from cogitator_memory.threads import services as threads
 from cogitator_memory.threads.models import Entry
 
@@ -516,7 +510,7 @@ def test_a_new_state_is_inserted_with_the_parameters_the_orm_compiles(
     its own values through it exactly as the ORM's compiler would."""
     from django.db.models.sql import InsertQuery
 
-    from cogitator_memory.items.services import WriteSQL
+    from cogitator_memory.items.write_sql import WriteSQL
 
     first = items.write(
         ANA, NewItem(kind="fact", subject="Ana", attribute="city", value="Porto", trust="system")

@@ -27,7 +27,8 @@ from hypothesis.stateful import (
 
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import Entity
-from cogitator_memory.items.services import MemoryItems, NewItem, Slot
+from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.items.statements import NewItem, Slot
 from tests.examples import examples
 
 ANA = MemoryScope("concierge", user_id="ana")

@@ -13,7 +13,8 @@ import pytest
 from cogitator_memory.embeddings.models import Embedding
 from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.items.models import MemoryItem
-from cogitator_memory.items.services import MemoryItems, NewEvidence, NewItem
+from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.items.statements import NewEvidence, NewItem
 from cogitator_memory.items.vectors import ITEM_SOURCE_TYPE, embed_items
 from cogitator_memory.search.retriever import MemoryRetriever
 from cogitator_memory.threads import services as threads

@@ -37,7 +37,8 @@ from cogitator_memory.items.models import MemoryItem
 from cogitator_memory.items.querysets import ItemQuerySet
 from cogitator_memory.items.review import REVIEW_ACTIONS, may_review, review_item
 from cogitator_memory.items.selectors import held, page_items
-from cogitator_memory.items.services import MemoryItems, Slot
+from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.items.statements import Slot
 from cogitator_memory.jsondata import storable_text
 from cogitator_memory.threads.models import Thread
 
