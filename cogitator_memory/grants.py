@@ -210,6 +210,22 @@ def exact_scope_q(scope: MemoryScope, *, prefix: str = "") -> Q:
     return condition
 
 
+def memory_scope_sql(scope: MemoryScope, *, table: str = "") -> tuple[list[str], list[Any]]:
+    """``memory_scope_q`` as raw SQL conditions on the scope columns (of ``table``, an alias,
+    where given), and their parameters."""
+    column = f"{table}." if table else ""
+    conditions = [f'{column}"agent_id" = %s']
+    params: list[Any] = [scope.agent_id]
+    for name in SCOPE_FIELDS[1:]:
+        value = getattr(scope, name)
+        if value is None:
+            conditions.append(f'{column}"{name}" IS NULL')
+        else:
+            conditions.append(f'({column}"{name}" IS NULL OR {column}"{name}" = %s)')
+            params.append(value)
+    return conditions, params
+
+
 def exact_scope_sql(scope: MemoryScope, *, table: str = "") -> tuple[list[str], list[Any]]:
     """``exact_scope_q`` as raw SQL conditions on the scope columns (of ``table``, an alias
     such as ``i``, where given), and their parameters: the form the hot write path of

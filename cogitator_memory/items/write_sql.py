@@ -9,7 +9,7 @@ from typing import Any
 from django.db import connections, router
 from django.db.models.sql import InsertQuery
 
-from cogitator_memory.grants import MemoryScope, exact_scope_sql
+from cogitator_memory.grants import MemoryScope, exact_scope_sql, memory_scope_sql
 from cogitator_memory.items.models import (
     Entity,
     MemoryItem,
@@ -158,18 +158,17 @@ class WriteSQL:
         joined = " AND ".join(
             ['i."subject_id" = e."id"', 'i."attribute" = %s', *in_scope, f'i."status" IN ({marks})']
         )
-        users = 'e."user_id" IS NULL' + (
-            ' OR e."user_id" = %s' if scope.user_id is not None else ""
-        )
+        # The entities the scope names subjects by: the rule of ``memory_scope_q``.
+        seen, seen_params = memory_scope_sql(scope, table="e")
         entity_fields = Entity._meta.concrete_fields
         entity_columns = ", ".join(f'e."{field.column}"' for field in entity_fields)
         state_columns = ", ".join(f'i."{name}"' for name in cls.STATE_COLUMNS)
         params: list[Any] = [scope.agent_id, attribute, *scope_params, *statuses]
-        params += [scope.agent_id, key] + ([scope.user_id] if scope.user_id is not None else [])
+        params += [*seen_params, key]
         read = (
             f"SELECT ({cls.LAST_RECORDED}), {entity_columns}, {state_columns}"
             f' FROM "{cls.ENTITIES}" e LEFT JOIN "{cls.ITEMS}" i ON {joined}'
-            f' WHERE e."agent_id" = %s AND e."key" = %s AND ({users})'
+            f' WHERE {" AND ".join(seen)} AND e."key" = %s'
             ' ORDER BY e."id", i."valid_from", i."recorded_at", i."id"'
         )
         with cls._hot_cursor(connection) as cursor:

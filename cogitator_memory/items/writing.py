@@ -17,7 +17,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connections, router, transaction
-from django.db.models import Q
 
 from cogitator_memory import policy, signals
 from cogitator_memory.grants import Grants, MemoryScope
@@ -83,11 +82,7 @@ class ItemWriting(ItemRules):
 
     @staticmethod
     def _entities_named(scope: MemoryScope, name: str) -> Any:
-        return Entity.objects.filter(agent_id=scope.agent_id, key=entity_key(name)).filter(
-            Q(user_id__isnull=True) | Q(user_id=scope.user_id)
-            if scope.user_id is not None
-            else Q(user_id__isnull=True)
-        )
+        return Entity.objects.seen_from(scope).filter(key=entity_key(name))
 
     @staticmethod
     def _first_entity(candidates: Iterable[Entity]) -> Entity | None:
