@@ -31,11 +31,11 @@ from cogitator_memory.exceptions import (
     CogitatorMemoryError,
     NotFound,
     ServiceFailed,
-    ThreadNotFound,
 )
 from cogitator_memory.grants import Grants
 from cogitator_memory.jsondata import storable_text
 from cogitator_memory.threads.models import Thread
+from cogitator_memory.threads.selectors import visible_thread
 
 if TYPE_CHECKING:
     from celery import Task
@@ -136,14 +136,7 @@ def request_run(
     the transaction commits. Returns ``(run, created)``. Raises ``ThreadNotFound`` for a
     thread the caller cannot see and ``NoGrant`` for one they may not write to."""
     with transaction.atomic():
-        threads = Thread.objects.all() if grants is None else Thread.objects.visible_to(grants)
-        thread = (
-            threads.select_for_update().filter(pk=thread_id).first()
-            if storable_text(thread_id)
-            else None
-        )
-        if thread is None:
-            raise ThreadNotFound(str(thread_id))
+        thread = visible_thread(thread_id, grants, lock=True)
         policy.require_write(grants, thread.agent_id, thread.user_id)
         open_run = _open_run(recorder, thread)
         if open_run is not None:

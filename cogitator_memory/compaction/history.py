@@ -21,15 +21,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from cogitator_memory import policy
 from cogitator_memory.conf import memory_settings
-from cogitator_memory.exceptions import ThreadNotFound
 from cogitator_memory.grants import Grants
-from cogitator_memory.jsondata import storable_text
 from cogitator_memory.llm.protocol import Message
-from cogitator_memory.threads.models import Entry, EntryType, Thread
+from cogitator_memory.threads.models import Entry, EntryType
 from cogitator_memory.threads.paths import branch_chunks, doubling
-from cogitator_memory.threads.selectors import entry_in_thread
+from cogitator_memory.threads.selectors import entry_in_thread, visible_thread
 from cogitator_memory.threads.text import entry_text
 
 __all__ = [
@@ -89,9 +86,7 @@ def read_compacted_history(
     Raises ``ThreadNotFound`` (also for a thread ``scope`` may not see) and
     ``EntryNotInThread`` for a leaf of another thread.
     """
-    thread = Thread.objects.filter(pk=thread_id).first() if storable_text(thread_id) else None
-    if thread is None or not policy.can_see(grants, thread.agent_id, thread.user_id):
-        raise ThreadNotFound(str(thread_id))
+    thread = visible_thread(thread_id, grants)
     start = (
         entry_in_thread(leaf_id, thread_id, field="leaf_id").pk
         if leaf_id is not None

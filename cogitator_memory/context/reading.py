@@ -13,15 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cogitator_memory import policy
 from cogitator_memory.compaction.history import COMPACTION, read_compacted_history
 from cogitator_memory.conf import memory_settings
-from cogitator_memory.exceptions import ThreadNotFound
 from cogitator_memory.grants import Grants
-from cogitator_memory.jsondata import storable_text
-from cogitator_memory.threads.models import CONVERSATION_TYPES, Entry, Thread
+from cogitator_memory.threads.models import CONVERSATION_TYPES, Entry
 from cogitator_memory.threads.paths import branch_chunks, doubling
-from cogitator_memory.threads.selectors import entry_in_thread
+from cogitator_memory.threads.selectors import entry_in_thread, visible_thread
 
 __all__ = ["HistoryRead", "read_history"]
 
@@ -55,9 +52,7 @@ def read_history(
     """
     if enough is None or Entry.objects.filter(type=COMPACTION, thread_id=thread_id).exists():
         return HistoryRead(read_compacted_history(thread_id, leaf_id, grants=grants), True)
-    thread = Thread.objects.filter(pk=thread_id).first() if storable_text(thread_id) else None
-    if thread is None or not policy.can_see(grants, thread.agent_id, thread.user_id):
-        raise ThreadNotFound(str(thread_id))
+    thread = visible_thread(thread_id, grants)
     start = (
         entry_in_thread(leaf_id, thread_id, field="leaf_id").pk
         if leaf_id is not None

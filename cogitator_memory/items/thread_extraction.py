@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from django.db import IntegrityError, transaction
 
 from cogitator_memory.conf import memory_settings
-from cogitator_memory.exceptions import ThreadNotFound
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.extractor import EXTRACTOR_VERSION, ExtractionResult, MemoryExtractor
 from cogitator_memory.items.models import ExtractionWindow
@@ -26,6 +25,7 @@ from cogitator_memory.llm.protocol import Summarize
 from cogitator_memory.llm.registry import require_summarizer
 from cogitator_memory.threads import selectors
 from cogitator_memory.threads.models import Entry, Thread
+from cogitator_memory.threads.selectors import visible_thread
 
 logger = logging.getLogger(__name__)
 
@@ -77,9 +77,7 @@ def extract_thread(
     Raises ``ThreadNotFound``, ``LLMError`` and ``ExtractionAnswerError``; the windows
     before a failure are kept.
     """
-    thread = Thread.objects.filter(pk=thread_id).first() if isinstance(thread_id, str) else None
-    if thread is None:
-        raise ThreadNotFound(str(thread_id))
+    thread = visible_thread(thread_id, None)
     config = memory_settings.EXTRACTION
     extractor = MemoryExtractor(
         summarize=summarize or require_summarizer("Extraction of memory items"),

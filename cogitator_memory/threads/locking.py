@@ -9,24 +9,17 @@ answers exactly as a missing one.
 
 from __future__ import annotations
 
-from cogitator_memory import policy
 from cogitator_memory.exceptions import EntryNotFound, ThreadNotFound
 from cogitator_memory.grants import Grants
 from cogitator_memory.jsondata import storable_text
 from cogitator_memory.threads.models import Entry, Thread
+from cogitator_memory.threads.selectors import visible_thread
 
 
 def lock_thread(thread_id: str, *, grants: Grants | None = None) -> Thread:
     """The thread, locked until commit. Raises ``ThreadNotFound`` when it is missing or
     ``scope`` may not see it."""
-    thread = (
-        Thread.objects.select_for_update().filter(pk=thread_id).first()
-        if storable_text(thread_id)
-        else None
-    )
-    if thread is None or not policy.can_see(grants, thread.agent_id, thread.user_id):
-        raise ThreadNotFound(str(thread_id))
-    return thread
+    return visible_thread(thread_id, grants, lock=True)
 
 
 def lock_entry_thread(entry_id: str, *, grants: Grants | None = None) -> tuple[Thread, Entry]:

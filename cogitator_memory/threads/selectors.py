@@ -32,6 +32,7 @@ __all__ = [
     "list_threads",
     "page_entries",
     "page_threads",
+    "visible_thread",
 ]
 
 TypesArg = Iterable[str] | Literal["all"] | None
@@ -50,6 +51,22 @@ def get_thread(thread_id: str) -> Thread | None:
     if not storable_text(thread_id):
         return None
     return Thread.objects.filter(pk=thread_id).first()
+
+
+def visible_thread(thread_id: object, grants: Grants | None, *, lock: bool = False) -> Thread:
+    """The thread of this id if ``grants`` reach it (trusted code passes None).
+
+    Raises ``ThreadNotFound`` for a thread that is missing and for one the grants do not
+    reach alike, so ids of others cannot be told from ids never used. ``lock`` locks the
+    row until the transaction ends (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's
+    IMMEDIATE transaction holds the write lock already) and checks the grants on the
+    locked row, so the check stays true until commit.
+    """
+    threads = Thread.objects.select_for_update() if lock else Thread.objects.all()
+    thread = threads.filter(pk=thread_id).first() if storable_text(thread_id) else None
+    if thread is None or (grants is not None and not grants.allows_thread(thread)):
+        raise ThreadNotFound(str(thread_id))
+    return thread
 
 
 # Cursors are transparent page positions, each the text of a keyset: entry pages key on
@@ -193,10 +210,7 @@ def _check_limit(limit: int | None) -> int:
 
 
 def _require_thread(thread_id: str) -> Thread:
-    thread = get_thread(thread_id)
-    if thread is None:
-        raise ThreadNotFound(str(thread_id))
-    return thread
+    return visible_thread(thread_id, None)
 
 
 def _entries_query(

@@ -12,11 +12,11 @@ from cogitator_memory.api.parsers import SafeJSONParser
 from cogitator_memory.api.permissions import IsPrincipal
 from cogitator_memory.api.serializers.errors import ErrorSerializer
 from cogitator_memory.api.throttling import PrincipalRateThrottle
-from cogitator_memory.exceptions import EntryNotFound, ThreadNotFound
+from cogitator_memory.exceptions import EntryNotFound
 from cogitator_memory.grants import Grants
 from cogitator_memory.jsondata import text_problem
 from cogitator_memory.threads.models import Entry, Thread
-from cogitator_memory.threads.validation import THREAD_ID_PATTERN
+from cogitator_memory.threads.selectors import visible_thread
 
 ENTRY_ID_MAX_LENGTH = 64
 
@@ -46,15 +46,7 @@ class MemoryAPIView(GenericAPIView):
     def visible_thread(self, thread_id: str) -> Thread:
         """The thread if the caller may see it; ``ThreadNotFound`` (404) otherwise, the
         same answer as for a thread that does not exist."""
-        # An id that no thread can have is not looked up (PostgreSQL refuses NUL in text).
-        thread = (
-            Thread.objects.visible_to(self.grants).filter(pk=thread_id).first()
-            if THREAD_ID_PATTERN.fullmatch(thread_id)
-            else None
-        )
-        if thread is None:
-            raise ThreadNotFound(thread_id)
-        return thread
+        return visible_thread(thread_id, self.grants)
 
     def visible_entry(self, entry_id: str) -> Entry:
         """The entry if the caller may see its thread; ``EntryNotFound`` (404) otherwise."""
