@@ -11,14 +11,14 @@ class CogitatorMemoryConfig(AppConfig):
     def ready(self) -> None:
         # Importing registers the system checks, the settings-cache receivers and the
         # receivers that enqueue tasks.
-        from cogitator_memory import checks, conf, lineage  # noqa: F401
+        from cogitator_memory import checks, conf, dependents  # noqa: F401
         from cogitator_memory.embeddings import entry_vectors, registry, services  # noqa: F401
         from cogitator_memory.items import forgetting
         from cogitator_memory.keywords.entries import EntryKeywords
         from cogitator_memory.tasks import triggers  # noqa: F401
 
-        # What stands on entries goes with them, in the services' own transactions.
-        lineage.register(entry_vectors.EntryVectors())
-        lineage.register(forgetting.ItemsOnEntries())
-        lineage.register(EntryKeywords())
+        # What stands on entries comes and goes with them, in the services' own transactions.
+        dependents.register(entry_vectors.EntryVectors())
+        dependents.register(forgetting.ItemsOnEntries())
+        dependents.register(EntryKeywords())
         entry_vectors.register_outbox_handlers()

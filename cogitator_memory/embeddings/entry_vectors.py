@@ -1,4 +1,4 @@
-"""The vectors that stand on entries, kept in step with them (a ``lineage.Dependent``).
+"""The vectors that stand on entries, kept in step with them (a ``dependents.Dependent``).
 
 When entries are deleted or redacted (or their thread is cleared or deleted), every
 vector whose source is one of them goes; when a thread moves to another user, the copies
@@ -13,10 +13,13 @@ and thread it names (``search/scoping.py``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.outbox import services as outbox
+
+if TYPE_CHECKING:
+    from cogitator_memory.threads.models import Entry
 
 __all__ = ["DELETE_SOURCES", "SET_OWNER", "EntryVectors", "register_outbox_handlers"]
 
@@ -30,6 +33,9 @@ class EntryVectors:
     """Deletes the vectors of entries that go; moves a thread's vectors with its owner."""
 
     name = "embeddings"
+
+    def entries_added(self, entries: Sequence[Entry]) -> None:
+        """Embedding waits for the commit (the ``entry_added`` signal enqueues it)."""
 
     def forget_entries(self, entry_ids: Sequence[str]) -> None:
         store = get_embedding_store()

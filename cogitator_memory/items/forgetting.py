@@ -1,4 +1,4 @@
-"""Memory items that stand on entries which go (a ``lineage.Dependent``).
+"""Memory items that stand on entries which go (a ``dependents.Dependent``).
 
 When entries are deleted or redacted (or their thread cleared or deleted), in the same
 transaction: an item whose every quote is in those entries is purged, an item that stands
@@ -9,6 +9,7 @@ item is about any more is deleted. The slots that lost a state are laid out agai
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from django.db.models import Count, Q
 
@@ -18,6 +19,9 @@ from cogitator_memory.items.services import MemoryItems
 from cogitator_memory.items.statements import Slot
 from cogitator_memory.items.write_sql import layout_slot
 
+if TYPE_CHECKING:
+    from cogitator_memory.threads.models import Entry
+
 __all__ = ["ItemsOnEntries"]
 
 
@@ -25,6 +29,9 @@ class ItemsOnEntries:
     """Purges or revises the items that quote entries that go."""
 
     name = "items"
+
+    def entries_added(self, entries: Sequence[Entry]) -> None:
+        """Items are extracted from entries later, by a run: nothing to derive yet."""
 
     def forget_entries(self, entry_ids: Sequence[str]) -> None:
         ids = list(entry_ids)

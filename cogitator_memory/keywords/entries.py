@@ -1,10 +1,10 @@
 """The keyword index of conversation entries: a thread's messages and tool results that
 are not redacted, by their text (``threads/text.py``).
 
-``threads/services.py`` and ``threads/branches.py`` index entries in the transaction
-that writes them; ``EntryKeywords``, a lineage dependent, takes them out in the
-transaction that deletes or redacts them (and clears or deletes their thread), so a
-gone or redacted entry is never found (``search/entry_keywords.py``).
+``EntryKeywords``, a dependent (``cogitator_memory.dependents``), indexes entries in the
+transaction that inserts them and takes them out in the transaction that deletes or
+redacts them (and clears or deletes their thread), so a new entry is found at once and a
+gone or redacted one never is (``search/entry_keywords.py``).
 """
 
 from __future__ import annotations
@@ -36,9 +36,12 @@ def index_entries(entries: Iterable[Entry]) -> None:
 
 
 class EntryKeywords:
-    """Removes entries from the keyword index when they go or lose their text."""
+    """Keeps the keyword index in step with the entries: new ones in, gone ones out."""
 
     name = "entry_keywords"
+
+    def entries_added(self, entries: Sequence[Entry]) -> None:
+        index_entries(entries)
 
     def forget_entries(self, entry_ids: Sequence[str]) -> None:
         keyword_index.remove(DocumentKind.ENTRY, entry_ids)

@@ -6,7 +6,7 @@ embedding provider is configured); a thread that crosses
 its compaction threshold gets a compaction run (``schedule_compaction``, when
 ``COMPACTION["ENABLED"]``). Removing the vectors of
 entries that go is not done here: the thread services do it in the transaction of the
-change (``lineage.forget_entries``). A task that cannot be enqueued (the broker is down,
+change (``dependents.forget_entries``). A task that cannot be enqueued (the broker is down,
 or, when tasks run eagerly, the provider failed) is logged and not raised: the write it
 follows has committed, and ``manage.py reindex_messages`` embeds what was missed.
 """

@@ -5,10 +5,9 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from cogitator_memory import signals
+from cogitator_memory import dependents, signals
 from cogitator_memory.exceptions import NotOnActiveBranch, ThreadAlreadyExists
 from cogitator_memory.grants import Grants
-from cogitator_memory.keywords.entries import index_entries
 from cogitator_memory.threads.locking import lock_thread
 from cogitator_memory.threads.models import (
     FORK_OF_KEY,
@@ -144,7 +143,7 @@ def fork_thread(
         copied_ids[original.pk] = copy.pk
         copies.append(copy)
     Entry.objects.bulk_create(copies, batch_size=500)
-    index_entries(copies)
+    dependents.entries_added(copies)
     Thread.objects.filter(pk=fork.pk).update(
         next_seq=len(copies), active_leaf_id=copies[-1].pk if copies else None
     )

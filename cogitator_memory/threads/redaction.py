@@ -8,7 +8,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from cogitator_memory import lineage, signals
+from cogitator_memory import dependents, signals
 from cogitator_memory.exceptions import EntryNotFound, InvalidInput, RedactionRefused
 from cogitator_memory.grants import Grants
 from cogitator_memory.threads.locking import lock_entry_thread
@@ -91,6 +91,6 @@ def redact_entry(
             "token_count",
         ]
     )
-    lineage.forget_entries([entry.pk])
+    dependents.forget_entries([entry.pk])
     transaction.on_commit(lambda: signals.entry_redacted.send(sender=Entry, entry=entry))
     return entry

@@ -4,7 +4,7 @@ Every service runs in one transaction and locks the thread row before it touches
 thread's entries (``threads/locking.py``), so writers of one thread queue in the database
 and ``seq`` stays unique and gap-free. What stands on the entries a service removes or
 redacts (their vectors, and as they come, items and summaries) goes in the same
-transaction (``lineage.forget_entries``); so do copies of a thread's owner when it
+transaction (``dependents.forget_entries``); so do copies of a thread's owner when it
 changes. Signals go out after commit.
 
 Each service takes an optional ``scope``: with one, a thread the caller may not see
@@ -24,7 +24,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from cogitator_memory import lineage, policy, signals
+from cogitator_memory import dependents, policy, signals
 from cogitator_memory.exceptions import (
     EntryNotInThread,
     ThreadAgentMismatch,
@@ -34,7 +34,6 @@ from cogitator_memory.exceptions import (
 )
 from cogitator_memory.grants import Grants, thread_owner
 from cogitator_memory.jsondata import storable_text
-from cogitator_memory.keywords.entries import index_entries
 from cogitator_memory.threads.branches import checkout, fork_thread, rewind
 from cogitator_memory.threads.entry_sql import (
     ParentState,
@@ -166,7 +165,7 @@ def _merge_metadata(
     thread.updated_at = timezone.now()
     thread.save(update_fields=["metadata", "updated_at"])
     if new_owner != previous_owner:
-        lineage.owner_changed(thread.pk, thread.agent_id, new_owner)
+        dependents.owner_changed(thread.pk, thread.agent_id, new_owner)
     return thread
 
 
@@ -196,7 +195,7 @@ def delete_thread(thread_id: str, *, grants: Grants | None = None) -> None:
     ``ThreadNotFound``."""
     thread = lock_thread(thread_id, grants=grants)
     entry_ids = list(Entry.objects.of_thread(thread_id).values_list("id", flat=True))
-    lineage.forget_entries(entry_ids)
+    dependents.forget_entries(entry_ids)
     Thread.objects.filter(pk=thread.pk).update(active_leaf=None)
     Entry.objects.of_thread(thread_id).delete()
     Thread.objects.filter(pk=thread.pk).delete()
@@ -211,7 +210,7 @@ def clear_thread(thread_id: str, *, grants: Grants | None = None) -> Thread:
     Raises ``ThreadNotFound``."""
     thread = lock_thread(thread_id, grants=grants)
     entry_ids = list(Entry.objects.of_thread(thread_id).values_list("id", flat=True))
-    lineage.forget_entries(entry_ids)
+    dependents.forget_entries(entry_ids)
     thread.active_leaf = None
     thread.fork_seq = None
     Thread.objects.filter(pk=thread.pk).update(active_leaf=None, fork_seq=None)
@@ -322,7 +321,7 @@ def add_entry(
             created_at=created_at or timezone.now(),
         )
         insert_entry(connection, cursor, sql, entry, activate=activate)
-    index_entries([entry])
+    dependents.entries_added([entry])
     transaction.on_commit(lambda: signals.entry_added.send(sender=Entry, entry=entry))
     return entry
 
@@ -349,7 +348,7 @@ def delete_entry(entry_id: str, *, grants: Grants | None = None) -> None:
     active leaf on it moves to its parent. What stands on the entry goes with it.
     Raises ``EntryNotFound`` (also for an entry ``scope`` may not see)."""
     thread, entry = lock_entry_thread(entry_id, grants=grants)
-    lineage.forget_entries([entry.pk])
+    dependents.forget_entries([entry.pk])
     moved = Entry.objects.filter(parent_id=entry.pk).update(parent_id=entry.parent_id)
     if moved:
         _note_fork_after_splice(thread, entry)

@@ -1,0 +1,91 @@
+"""What stands on entries and threads: the registry of dependents, kept in step with them.
+
+Derived data (keyword postings and vectors of messages, memory items and their evidence,
+and what later layers add) never outlives its source, and copies of a thread's owner never
+lag behind it. The thread services call these functions as an explicit step of every
+change, inside the transaction that makes it:
+
+- ``entries_added(entries)`` when entries are inserted (a new entry, the copies of a fork);
+- ``forget_entries(entry_ids)`` when entries are deleted or redacted, or their thread is
+  cleared or deleted;
+- ``owner_changed(thread_id, agent_id, user_id)`` when a thread's user changes.
+
+Each capability that keeps derived data registers a ``Dependent`` once, at start-up
+(``AppConfig.ready``): the threads layer knows the registry, never the capabilities above
+it. A dependent whose data lives in the same database changes it in the open transaction,
+so a rollback keeps both; one whose data lives elsewhere (Qdrant) writes an outbox row in
+that transaction (``cogitator_memory.outbox``), published after commit and retried by the
+sweeper until done. A dependent that raises rolls the whole change back: nothing is
+forgotten by half. Work that waits for the commit (embedding a new message) is not done
+here: it follows the ``entry_added`` signal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from cogitator_memory.threads.models import Entry
+
+__all__ = [
+    "Dependent",
+    "dependents",
+    "entries_added",
+    "forget_entries",
+    "owner_changed",
+    "register",
+]
+
+
+class Dependent(Protocol):
+    """Derived data kept of entries and threads."""
+
+    name: str
+
+    def entries_added(self, entries: Sequence[Entry]) -> None:
+        """Derive what must exist as soon as these new entries do (same transaction)."""
+
+    def forget_entries(self, entry_ids: Sequence[str]) -> None:
+        """Remove what stands on these entries (they are going, or their text is)."""
+
+    def owner_changed(self, thread_id: str, agent_id: str, user_id: str | None) -> None:
+        """Update the copies of the thread's owner kept with its derived data."""
+
+
+_dependents: dict[str, Dependent] = {}
+
+
+def register(dependent: Dependent) -> None:
+    """Register a dependent (again under the same name replaces it)."""
+    _dependents[dependent.name] = dependent
+
+
+def dependents() -> list[Dependent]:
+    return list(_dependents.values())
+
+
+def entries_added(entries: Sequence[Entry]) -> None:
+    """Let every dependent derive what stands on new entries; call inside the transaction
+    that inserts them."""
+    if not entries:
+        return
+    for dependent in dependents():
+        dependent.entries_added(entries)
+
+
+def forget_entries(entry_ids: Sequence[str]) -> None:
+    """Take what stands on these entries out of every store; call inside the transaction
+    that deletes or redacts them."""
+    ids = list(dict.fromkeys(entry_ids))
+    if not ids:
+        return
+    for dependent in dependents():
+        dependent.forget_entries(ids)
+
+
+def owner_changed(thread_id: str, agent_id: str, user_id: str | None) -> None:
+    """Bring the copies of a thread's owner up to date; call inside the transaction that
+    changes the thread's ``user_id``."""
+    for dependent in dependents():
+        dependent.owner_changed(thread_id, agent_id, user_id)
