@@ -11,7 +11,12 @@ class CogitatorMemoryConfig(AppConfig):
     def ready(self) -> None:
         # Importing registers the system checks, the settings-cache receivers and the
         # receivers that enqueue tasks.
-        from cogitator_memory import checks, conf, dependents  # noqa: F401
+        from cogitator_memory import (  # noqa: F401
+            checks,
+            conf,
+            dependents,
+            tasks,
+        )
         from cogitator_memory.embeddings import entry_vectors, registry, services  # noqa: F401
         from cogitator_memory.items import forgetting
         from cogitator_memory.keywords.entries import EntryKeywords

@@ -9,6 +9,7 @@ lost run, is in ``cogitator_memory.jobs``.
 
 from __future__ import annotations
 
+from cogitator_memory.background import Work, task_for
 from cogitator_memory.compaction.models import CompactionRun
 from cogitator_memory.exceptions import CompactionRunNotFound
 from cogitator_memory.grants import Grants
@@ -40,9 +41,7 @@ def request_compaction(
 
 
 def _enqueue(run_id: str, thread_id: str) -> None:
-    from cogitator_memory.tasks.compaction import compact_thread
-
-    enqueue_run(compact_thread, CompactionRecorder(run_id), thread_id)
+    enqueue_run(task_for(Work.COMPACT_THREAD), CompactionRecorder(run_id), thread_id)
 
 
 def get_compaction_run(run_id: str, *, grants: Grants | None = None) -> CompactionRun:

@@ -9,6 +9,8 @@ from datetime import datetime
 
 from django.db import transaction
 
+from cogitator_memory.background import Work, task_for
+
 __all__ = ["note_retrieved_later"]
 
 logger = logging.getLogger(__name__)
@@ -23,10 +25,8 @@ def note_retrieved_later(item_ids: Iterable[str], at: datetime) -> None:
 
 
 def _enqueue(ids: list[str], at: datetime) -> None:
-    from cogitator_memory.tasks.context import note_retrieved_task
-
     try:
-        note_retrieved_task.delay(ids, at.isoformat())
+        task_for(Work.NOTE_RETRIEVED).delay(ids, at.isoformat())
     except Exception:
         # A count missed is not worth failing a turn over.
         logger.exception("Could not count %d items as retrieved.", len(ids))

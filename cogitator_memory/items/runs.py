@@ -10,6 +10,7 @@ shared machinery, and what becomes of a lost run, is in ``cogitator_memory.jobs`
 
 from __future__ import annotations
 
+from cogitator_memory.background import Work, task_for
 from cogitator_memory.exceptions import ExtractionRunNotFound
 from cogitator_memory.grants import Grants
 from cogitator_memory.items.models import ExtractionRun
@@ -48,10 +49,7 @@ def request_extraction(
 
 
 def _enqueue(run_id: str, thread_id: str) -> None:
-    # Imported here: the tasks layer stands on this one, not the other way round.
-    from cogitator_memory.tasks.extraction import extract_thread_task
-
-    enqueue_run(extract_thread_task, RunRecorder(run_id), thread_id)
+    enqueue_run(task_for(Work.EXTRACT_THREAD), RunRecorder(run_id), thread_id)
 
 
 def get_run(run_id: str, *, grants: Grants | None = None) -> ExtractionRun:

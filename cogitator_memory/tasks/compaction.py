@@ -14,9 +14,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from celery import shared_task
-from django.db import OperationalError
-
+from cogitator_memory import background
+from cogitator_memory.background import Work
 from cogitator_memory.compaction.config import config_from_settings
 from cogitator_memory.compaction.history import read_compacted_history
 from cogitator_memory.compaction.runs import CompactionRecorder, request_compaction
@@ -27,25 +26,18 @@ from cogitator_memory.compaction.services import (
 )
 from cogitator_memory.exceptions import CompactionStale, LLMError, ThreadNotFound
 from cogitator_memory.jobs import public_error
+from cogitator_memory.tasks.retries import retried_task, retry_errors
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["compact_thread", "schedule_compaction"]
 
-TASK_MAX_RETRIES = 8
-TASK_RETRY_BACKOFF_MAX = 600
-RETRIED = (LLMError, OperationalError)
+
+RETRIED = retry_errors(LLMError)
 
 
-@shared_task(
-    bind=True,
-    autoretry_for=RETRIED,
-    retry_backoff=True,
-    retry_backoff_max=TASK_RETRY_BACKOFF_MAX,
-    retry_jitter=True,
-    max_retries=TASK_MAX_RETRIES,
-    acks_late=True,
-)
+# Safe to run again: the run is marked done with the compaction entry it writes.
+@retried_task(*RETRIED, bind=True)
 def compact_thread(self, thread_id: str, run_id: str | None = None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     """Compact the thread if it crossed its threshold (or its run was forced); returns
     the compaction entry's id, or None when there was nothing to do."""
@@ -91,3 +83,6 @@ def schedule_compaction(thread_id: str) -> bool:
         return False
     _run, created = request_compaction(thread_id, forced=False)
     return created
+
+
+background.offer(Work.COMPACT_THREAD, compact_thread)

@@ -12,35 +12,16 @@ from __future__ import annotations
 
 import logging
 
-from celery import shared_task
-from django.db import OperationalError
-
 from cogitator_memory.embeddings import message_index
 from cogitator_memory.exceptions import EmbeddingServiceError
 from cogitator_memory.items import vectors as item_vectors
+from cogitator_memory.tasks.retries import retried_task
 from cogitator_memory.threads.models import Entry
 
 logger = logging.getLogger(__name__)
 
-# Providers already retry a 429 or 5xx a few times within one request (EMBEDDINGS
-# MAX_RETRIES); these retries wait out a longer outage: 1 s, 2 s, 4 s ... up to 10 minutes
-# apart, about half an hour in all.
-TASK_MAX_RETRIES = 8
-TASK_RETRY_BACKOFF_MAX = 600
-# A provider that fails, and a database that is briefly locked (SQLite) or restarting.
-RETRIED_ERRORS = (EmbeddingServiceError, OperationalError)
 
-
-@shared_task(
-    autoretry_for=RETRIED_ERRORS,
-    retry_backoff=True,
-    retry_backoff_max=TASK_RETRY_BACKOFF_MAX,
-    retry_jitter=True,
-    max_retries=TASK_MAX_RETRIES,
-    # Acknowledged after it ran: a worker lost mid-task leaves it to another worker.
-    acks_late=True,
-    ignore_result=True,
-)
+@retried_task(EmbeddingServiceError, ignore_result=True)
 def embed_entries_task(entry_ids: list[str]) -> int:
     """Embed the entries that still exist into the message index, with the entries added
     after them, to any thread, that wait for their own tasks
@@ -59,15 +40,7 @@ def embed_entries_task(entry_ids: list[str]) -> int:
     return message_index.index_new_entries(present)
 
 
-@shared_task(
-    autoretry_for=RETRIED_ERRORS,
-    retry_backoff=True,
-    retry_backoff_max=TASK_RETRY_BACKOFF_MAX,
-    retry_jitter=True,
-    max_retries=TASK_MAX_RETRIES,
-    acks_late=True,
-    ignore_result=True,
-)
+@retried_task(EmbeddingServiceError, ignore_result=True)
 def embed_items_task(item_ids: list[str]) -> int:
     """Embed the memory items of these ids that have no vector yet, for recall's item
     vector channel (``items/vectors.embed_items``: one provider call); items that are gone

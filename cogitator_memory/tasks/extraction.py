@@ -11,39 +11,30 @@ from __future__ import annotations
 
 import logging
 
-from celery import shared_task
 from django.core.cache import cache
-from django.db import OperationalError
 
+from cogitator_memory import background
+from cogitator_memory.background import Work
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import ExtractionAnswerError, LLMError, ThreadNotFound
 from cogitator_memory.items.runs import RunRecorder
 from cogitator_memory.items.thread_extraction import extract_thread
 from cogitator_memory.jobs import public_error
+from cogitator_memory.tasks.retries import retried_task, retry_errors
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["extract_thread_task", "schedule_extraction"]
 
-# A failing model is waited out: 2 s, 4 s ... up to 10 minutes apart, about an hour in all.
-TASK_MAX_RETRIES = 8
-TASK_RETRY_BACKOFF_MAX = 600
 PENDING_KEY = "cogitator_memory:extraction-pending:{thread_id}"
 
 
 # What a later try may get past: the model failing, a database busy for a moment.
-RETRIED = (LLMError, ExtractionAnswerError, OperationalError)
+RETRIED = retry_errors(LLMError, ExtractionAnswerError)
 
 
-@shared_task(
-    bind=True,
-    autoretry_for=RETRIED,
-    retry_backoff=True,
-    retry_backoff_max=TASK_RETRY_BACKOFF_MAX,
-    retry_jitter=True,
-    max_retries=TASK_MAX_RETRIES,
-    acks_late=True,
-)
+# Safe to run again: each window of the branch is read once (the windows' natural key).
+@retried_task(*RETRIED, bind=True)
 def extract_thread_task(self, thread_id: str, run_id: str | None = None) -> dict[str, int]:  # type: ignore[no-untyped-def]
     """Extract the thread's unread windows; returns what the run did. With ``run_id``
     (an extraction asked for through the API), its ``ExtractionRun`` row follows along."""
@@ -87,3 +78,6 @@ def schedule_extraction(thread_id: str) -> bool:
         return False
     extract_thread_task.apply_async(args=(thread_id,), countdown=delay)
     return True
+
+
+background.offer(Work.EXTRACT_THREAD, extract_thread_task)

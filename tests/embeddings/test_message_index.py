@@ -25,7 +25,8 @@ from cogitator_memory.embeddings.message_index import (
 from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.embeddings.types import NewEmbedding, StoredEmbedding
 from cogitator_memory.exceptions import EmbeddingServiceError, InvalidInput, ThreadNotFound
-from cogitator_memory.tasks.embeddings import TASK_MAX_RETRIES, embed_entries_task
+from cogitator_memory.tasks.embeddings import embed_entries_task
+from cogitator_memory.tasks.retries import TASK_MAX_RETRIES
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Entry, Thread
 from tests.embeddings.fakes import HASH_EMBEDDINGS, HashEmbeddings, hash_vector
