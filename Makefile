@@ -23,7 +23,7 @@ TIMED := bash scripts/timed.sh
 help:
 	@echo "make run            set up .venv, migrate, create the demo admin, serve on $(HOST):$(PORT)"
 	@echo "make test           set up, then ruff, mypy, pytest on SQLite and on PostgreSQL side by side"
-	@echo "make lint           ruff check and ruff format --check"
+	@echo "make lint           ruff check, ruff format --check, and the import layers (lint-imports)"
 	@echo "make typecheck      mypy on cogitator_memory (config in pyproject.toml)"
 	@echo "make test-suites    the pytest suite on SQLite and on PostgreSQL, side by side"
 	@echo "make test-sqlite    the pytest suite on SQLite"
@@ -60,6 +60,7 @@ test: system-packages services $(STAMP) lint typecheck test-suites
 lint: $(STAMP)
 	@$(TIMED) "ruff check" $(BIN)/ruff check .
 	@$(TIMED) "ruff format --check" $(BIN)/ruff format --check .
+	@$(TIMED) "import layers" $(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)
 	@$(TIMED) "mypy" $(BIN)/mypy cogitator_memory
