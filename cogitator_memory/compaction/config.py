@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import InvalidCompactionConfig
+from cogitator_memory.limits import is_whole_number
 
 __all__ = ["STRATEGIES", "CompactionConfig", "config_from_settings"]
 
@@ -40,7 +41,7 @@ SETTING_FIELDS = {
 def _whole(value: Any, minimum: int, *, optional: bool) -> str | None:
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_whole_number(value, minimum=minimum):
         return f"Must be a whole number of {minimum} or more, not {value!r}."
     return None
 

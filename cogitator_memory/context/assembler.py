@@ -33,6 +33,7 @@ from cogitator_memory.context.partitions import (
     merge_partitions,
 )
 from cogitator_memory.exceptions import InvalidContextConfig
+from cogitator_memory.limits import is_whole_number
 
 __all__ = [
     "Assembly",
@@ -301,7 +302,7 @@ class ContextAssembler:
         blocks (``Assembly.claimed``), so the other partitions are fitted as they will be.
         ``limits``: the most a partition may take.
         """
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        if not is_whole_number(budget):
             raise InvalidContextConfig({"budget": "A budget is a whole number of 0 or more."})
         as_run = set(runs)
         costs = dict(overheads or {})

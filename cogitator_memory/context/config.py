@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from django.utils import timezone
 
 from cogitator_memory.exceptions import InvalidContextConfig
+from cogitator_memory.limits import is_whole_number
 
 if TYPE_CHECKING:
     from cogitator_memory.context.seams import GraphContextSource, ObservationSource, Retriever
@@ -61,7 +62,7 @@ def check_budget(value: Any, *, field: str, minimum: int = 0) -> int | None:
     """A number of tokens (whole, at least ``minimum``) or None."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_whole_number(value, minimum=minimum):
         raise InvalidContextConfig(
             {field: f"A number of tokens is a whole number of {minimum} or more, not {value!r}."}
         )

@@ -20,6 +20,8 @@ from django.db import DatabaseError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.migrations.operations.base import Operation
 
+from cogitator_memory.limits import is_whole_number
+
 logger = logging.getLogger(__name__)
 
 VECTOR_COLUMN = "embedding"
@@ -115,7 +117,7 @@ def configured_dimensions() -> int | None:
     from cogitator_memory.conf import memory_settings
 
     size = memory_settings.EMBEDDINGS.get("DIMENSIONS")
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+    if not is_whole_number(size, minimum=1):
         return None
     return size
 

@@ -16,13 +16,12 @@ from datetime import datetime
 from django.db import connections
 from django.db.models import Q, prefetch_related_objects
 
-from cogitator_memory.conf import memory_settings
 from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.items.models import ItemStatus, MemoryItem
 from cogitator_memory.items.querysets import ItemQuerySet, known_at_q, valid_as_known_q
 from cogitator_memory.items.rules import ItemRules
 from cogitator_memory.items.statements import Slot
-from cogitator_memory.limits import check_limit
+from cogitator_memory.limits import page_limit
 from cogitator_memory.threads.selectors import MOMENT_PART, decode_keyset, encode_keyset
 
 __all__ = [
@@ -79,16 +78,10 @@ class ItemPage:
     next_cursor: str | None = None
 
 
-def check_item_limit(limit: int | None) -> int:
-    if limit is None:
-        return int(memory_settings.LIST_THREADS_DEFAULT_LIMIT)
-    return check_limit(limit, maximum=memory_settings.LIST_THREADS_MAX_LIMIT)
-
-
 def page_items(items: ItemQuerySet, *, limit: int | None, cursor: str | None) -> ItemPage:
     """One page of ``items``, the most recently recorded first, after ``cursor``. Raises
     ``InvalidInput`` for a bad limit or cursor."""
-    size = check_item_limit(limit)
+    size = page_limit(limit)
     items = items.order_by("-recorded_at", "-id")
     if cursor:
         last_recorded_at, last_id = decode_keyset(

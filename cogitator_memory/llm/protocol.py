@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypedDict
 
 from cogitator_memory.exceptions import InvalidInput
+from cogitator_memory.limits import is_whole_number
 
 __all__ = [
     "ROLES",
@@ -104,7 +105,7 @@ def checked_messages(messages: Any) -> list[Message]:
 
 def checked_max_tokens(max_tokens: Any) -> int:
     """``max_tokens`` when it is a whole number of 1 or more; raises InvalidInput otherwise."""
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+    if not is_whole_number(max_tokens, minimum=1):
         raise InvalidInput(
             {"max_tokens": f"Must be a whole number of 1 or more, not {max_tokens!r}."}
         )

@@ -22,6 +22,7 @@ from typing import Any, ClassVar, NoReturn
 from django.core.exceptions import ImproperlyConfigured
 
 from cogitator_memory.exceptions import InvalidInput, LLMError
+from cogitator_memory.limits import is_whole_number
 from cogitator_memory.llm.protocol import (
     Completion,
     Message,
@@ -98,7 +99,7 @@ def split_system(
 
 
 def _check_whole_number(name: str, value: object, *, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_whole_number(value, minimum=minimum):
         raise ImproperlyConfigured(
             f"COGITATOR_MEMORY['LLM']['{name}'] must be a whole number of {minimum} or more, "
             f"got {value!r}."

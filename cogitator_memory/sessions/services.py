@@ -29,11 +29,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from cogitator_memory import policy
-from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import CompactionUnavailable, InvalidInput, SessionNotFound
 from cogitator_memory.grants import USER_ID_KEY, Grants
 from cogitator_memory.jsondata import storable_text, text_problem
-from cogitator_memory.limits import check_limit
+from cogitator_memory.limits import page_limit
 from cogitator_memory.sessions.models import (
     KEY_MAX_LENGTH,
     ChannelSession,
@@ -167,11 +166,7 @@ class SessionManager:
         active first, one page after ``cursor`` (keyset on last activity and id: a page
         never repeats or skips a session). Raises ``InvalidInput`` for a bad filter,
         limit or cursor."""
-        size = (
-            int(memory_settings.LIST_THREADS_DEFAULT_LIMIT)
-            if limit is None
-            else check_limit(limit, maximum=memory_settings.LIST_THREADS_MAX_LIMIT)
-        )
+        size = page_limit(limit)
         sessions = self._sessions(grants)
         if user_id is not None:
             sessions = sessions.filter(user_id=_check_key_part(user_id, "user_id"))

@@ -14,7 +14,7 @@ from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import EntryNotInThread, InvalidInput, ThreadNotFound
 from cogitator_memory.grants import Grants
 from cogitator_memory.jsondata import storable_text
-from cogitator_memory.limits import check_limit
+from cogitator_memory.limits import check_limit, page_limit
 from cogitator_memory.threads.models import Entry, EntryType, Thread
 from cogitator_memory.threads.paths import branch_chunks, doubling
 from cogitator_memory.threads.querysets import EntryQuerySet, ThreadQuerySet
@@ -23,7 +23,6 @@ from cogitator_memory.threads.validation import THREAD_ID_PATTERN
 __all__ = [
     "EntryPage",
     "ThreadPage",
-    "check_page_limit",
     "entry_in_thread",
     "get_entries",
     "get_entry",
@@ -101,21 +100,13 @@ def decode_keyset(cursor: Any, *, pattern: re.Pattern[str], made_by: str) -> tup
     return _EPOCH + microseconds * _MICROSECOND, found[2]
 
 
-def check_page_limit(limit: Any) -> int:
-    """The page size of a thread list: the default for None; ``InvalidInput`` when out of
-    bounds."""
-    if limit is None:
-        return int(memory_settings.LIST_THREADS_DEFAULT_LIMIT)
-    return check_limit(limit, maximum=memory_settings.LIST_THREADS_MAX_LIMIT)
-
-
 def page_threads(threads: ThreadQuerySet, *, limit: int | None, cursor: str | None) -> ThreadPage:
     """One page of ``threads``, most recently updated first, after ``cursor``.
 
     Keyset paging on (updated_at, id): a page never repeats or skips a thread, also when
     threads share an updated_at. Raises ``InvalidInput`` for a bad limit or cursor.
     """
-    size = check_page_limit(limit)
+    size = page_limit(limit)
     threads = threads.newest_first()
     if cursor:
         last_updated_at, last_id = decode_keyset(
@@ -151,7 +142,7 @@ def list_threads(
     type), and ``updated_at`` strictly after / before a moment. Raises ``InvalidInput``
     for a bad limit, filter or cursor.
     """
-    check_page_limit(limit)
+    page_limit(limit)
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidInput({"metadata": "The metadata filter must be an object."})
     for name, moment in (("updated_after", updated_after), ("updated_before", updated_before)):

@@ -10,6 +10,7 @@ from typing import Any
 from cogitator_memory.exceptions import InvalidEntry, InvalidInput
 from cogitator_memory.grants import thread_owner
 from cogitator_memory.jsondata import json_problem, text_problem
+from cogitator_memory.limits import is_whole_number
 from cogitator_memory.threads.models import CONVERSATION_TYPES, EVENT_TYPES, EntryType, Role
 
 THREAD_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,254}$")
@@ -116,7 +117,7 @@ def _check_content_parts(content: Any, errors: dict[str, list[str]]) -> None:
                 value = place.get(key)
                 if value is None:
                     continue
-                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                if not is_whole_number(value, minimum=1):
                     errors.setdefault("content", []).append(
                         f"Content part {index}: an image {key} is a whole number of pixels, "
                         f"1 or more, not {value!r:.40}."
@@ -171,11 +172,7 @@ def validate_entry_fields(
     _check_tool_results(tool_results, errors)
     if metadata is not None and not isinstance(metadata, dict):
         add("metadata", "Metadata must be an object.")
-    if token_count is not None and (
-        isinstance(token_count, bool)
-        or not isinstance(token_count, int)
-        or not 0 <= token_count <= MAX_TOKEN_COUNT
-    ):
+    if token_count is not None and not is_whole_number(token_count, maximum=MAX_TOKEN_COUNT):
         add("token_count", f"A token count is a whole number from 0 to {MAX_TOKEN_COUNT}.")
     if created_at is not None and (
         not isinstance(created_at, datetime) or created_at.tzinfo is None

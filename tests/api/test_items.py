@@ -138,6 +138,25 @@ def test_a_bad_parameter_is_a_400_naming_it(
     assert_error(client.get(ITEMS, query), 400, "invalid", [field])
 
 
+def test_the_page_size_bound_is_the_setting_read_when_the_request_comes(
+    client: APIClient, settings: Any
+) -> None:
+    # given a project that allows pages of at most 3
+    settings.COGITATOR_MEMORY = {**settings.COGITATOR_MEMORY, "LIST_THREADS_MAX_LIMIT": 3}
+    for n in range(4):
+        write(f"value {n}", attribute=f"attribute {n}")
+    # then a page of 3 is served and one of 4 is refused, naming the bound
+    assert len(client.get(ITEMS, {"limit": "3"}).json()["results"]) == 3
+    refused = client.get(ITEMS, {"limit": "4"})
+    assert_error(refused, 400, "invalid", ["limit"])
+    assert "3" in refused.json()["errors"]["limit"][0]
+    # and the schema publishes the same bound
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    parameters = schema["paths"]["/api/memory/items/"]["get"]["parameters"]
+    (limit,) = [parameter for parameter in parameters if parameter["name"] == "limit"]
+    assert limit["schema"]["maximum"] == 3
+
+
 def test_pages_follow_each_other_without_repeats(client: APIClient) -> None:
     # given five items, recorded a millisecond apart
     written = [write(f"value {n}", attribute=f"attribute {n}").pk for n in range(5)]

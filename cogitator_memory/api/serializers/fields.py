@@ -26,6 +26,8 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 from rest_framework.utils import html
 
+from cogitator_memory.conf import memory_settings
+
 # A text the databases can store: no NUL. Python's ``\Z`` is the schema's ``$`` (``$``
 # alone would let a trailing newline through).
 TEXT_PATTERN = r"^[^\x00]*\Z"
@@ -196,6 +198,33 @@ class QueryIntegerField(ExactInputMixin, serializers.IntegerField):
         if value is None:
             self.fail("invalid")
         return super().to_internal_value(value)
+
+
+class PageLimitField(QueryIntegerField):
+    """The size of one page of a list, from 1 to ``LIST_THREADS_MAX_LIMIT``.
+
+    The maximum is read from the settings when a request is validated or the schema is
+    made, never when the module is imported, so a project's setting (or a test's
+    ``override_settings``) is the one that counts."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("help_text", "Page size.")
+        super().__init__(min_value=1, **kwargs)
+
+    @property
+    def max_value(self) -> int:
+        return int(memory_settings.LIST_THREADS_MAX_LIMIT)
+
+    @max_value.setter
+    def max_value(self, value: Any) -> None:
+        """``IntegerField.__init__`` sets None; the bound is the setting's."""
+
+    def to_internal_value(self, data: Any) -> int:
+        value = super().to_internal_value(data)
+        if value > self.max_value:
+            self.fail("max_value", max_value=self.max_value)
+        return value
 
 
 class StrictDateTimeField(ExactInputMixin, serializers.DateTimeField):

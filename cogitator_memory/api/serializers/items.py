@@ -8,11 +8,10 @@ from rest_framework import serializers
 
 from cogitator_memory.api.serializers.fields import (
     NOT_BLANK_PATTERN,
-    QueryIntegerField,
+    PageLimitField,
     StrictCharField,
     StrictDateTimeField,
 )
-from cogitator_memory.conf import memory_settings
 from cogitator_memory.items.models import (
     Evidence,
     ExtractionRun,
@@ -81,12 +80,7 @@ class ItemQuerySerializer(serializers.Serializer):
         help_text="Only the items memory held at this moment, as it knew them then "
         "(default: now, when as_of is given).",
     )
-    limit = QueryIntegerField(
-        min_value=1,
-        max_value=memory_settings.LIST_THREADS_MAX_LIMIT,
-        required=False,
-        help_text="Page size.",
-    )
+    limit = PageLimitField()
     cursor = StrictCharField(
         required=False,
         pattern=ITEM_CURSOR_PATTERN.pattern,

@@ -6,11 +6,10 @@ from rest_framework import serializers
 
 from cogitator_memory.api.serializers.fields import (
     NOT_BLANK_PATTERN,
-    QueryIntegerField,
+    PageLimitField,
     StrictCharField,
     StrictChoiceField,
 )
-from cogitator_memory.conf import memory_settings
 from cogitator_memory.sessions.models import KEY_MAX_LENGTH, ChannelSession, SessionStatus
 from cogitator_memory.sessions.services import SESSION_CURSOR_PATTERN
 
@@ -61,12 +60,7 @@ class SessionQuerySerializer(serializers.Serializer):
     status = StrictChoiceField(
         choices=SessionStatus.choices, required=False, help_text="Only sessions of this status."
     )
-    limit = QueryIntegerField(
-        min_value=1,
-        max_value=memory_settings.LIST_THREADS_MAX_LIMIT,
-        required=False,
-        help_text="Page size.",
-    )
+    limit = PageLimitField()
     cursor = StrictCharField(
         required=False,
         pattern=SESSION_CURSOR_PATTERN.pattern,

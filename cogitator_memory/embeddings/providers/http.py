@@ -29,6 +29,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from cogitator_memory import __version__
 from cogitator_memory.exceptions import EmbeddingServiceError
+from cogitator_memory.limits import is_whole_number
 
 logger = logging.getLogger(__name__)
 
@@ -249,7 +250,7 @@ class HTTPEmbeddingService:
             _positive("DIMENSIONS", dimensions, whole=True)
         if backoff < 0 or max_wait < 0:
             raise ImproperlyConfigured("backoff and max_wait must be 0 or more seconds.")
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        if not is_whole_number(max_retries):
             raise ImproperlyConfigured(
                 "COGITATOR_MEMORY['EMBEDDINGS']['MAX_RETRIES'] must be a whole number of 0 "
                 f"or more, got {max_retries!r}."

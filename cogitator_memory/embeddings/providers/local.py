@@ -20,6 +20,7 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 
 from cogitator_memory.exceptions import EmbeddingServiceError
+from cogitator_memory.limits import is_whole_number
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # The package carrying DEFAULT_MODEL's files, and the names that mean that model.
@@ -76,14 +77,12 @@ class LocalEmbeddings:
     ) -> None:
         if not sentence_transformers_installed():
             raise ImproperlyConfigured(MISSING_EXTRA)
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        if not is_whole_number(batch_size, minimum=1):
             raise ImproperlyConfigured(
                 "COGITATOR_MEMORY['EMBEDDINGS']['BATCH_SIZE'] must be a positive number, "
                 f"got {batch_size!r}."
             )
-        if dimensions is not None and (
-            isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1
-        ):
+        if dimensions is not None and not is_whole_number(dimensions, minimum=1):
             raise ImproperlyConfigured(
                 "COGITATOR_MEMORY['EMBEDDINGS']['DIMENSIONS'] must be a positive number, "
                 f"got {dimensions!r}."
