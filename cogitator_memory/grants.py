@@ -17,7 +17,7 @@ belongs to is ``Thread.user_id``, a real indexed column kept equal to ``metadata
 A **MemoryScope** is whose memory a row is: an agent, and optionally a user, a project and
 a thread. A run of a scope sees its own rows and those shared wider in its agent
 (``memory_scope_q``, ``ScopedQuerySet.seen_from``); a slot is laid out within one exact
-scope (``exact_scope_q``, and ``exact_scope_sql`` for the raw SQL of the hot write path).
+scope (``exact_scope_sql``, the raw SQL of the hot write path of items).
 """
 
 from __future__ import annotations
@@ -200,16 +200,6 @@ def memory_scope_q(scope: MemoryScope, *, prefix: str = "") -> Q:
     return condition
 
 
-def exact_scope_q(scope: MemoryScope, *, prefix: str = "") -> Q:
-    """Rows of exactly this scope (a slot is laid out within one exact scope)."""
-    condition = Q()
-    for name, value in scope.as_fields().items():
-        condition &= Q(
-            **({f"{prefix}{name}__isnull": True} if value is None else {f"{prefix}{name}": value})
-        )
-    return condition
-
-
 def memory_scope_sql(scope: MemoryScope, *, table: str = "") -> tuple[list[str], list[Any]]:
     """``memory_scope_q`` as raw SQL conditions on the scope columns (of ``table``, an alias,
     where given), and their parameters."""
@@ -227,9 +217,9 @@ def memory_scope_sql(scope: MemoryScope, *, table: str = "") -> tuple[list[str],
 
 
 def exact_scope_sql(scope: MemoryScope, *, table: str = "") -> tuple[list[str], list[Any]]:
-    """``exact_scope_q`` as raw SQL conditions on the scope columns (of ``table``, an alias
-    such as ``i``, where given), and their parameters: the form the hot write path of
-    items sends itself."""
+    """The rows of exactly this scope, as raw SQL conditions on the scope columns (of
+    ``table``, an alias such as ``i``, where given), and their parameters: the form the
+    hot write path of items sends itself."""
     column = f"{table}." if table else ""
     conditions: list[str] = []
     params: list[Any] = []
@@ -266,7 +256,3 @@ class ScopedQuerySet(GrantedQuerySet[_M]):
     def seen_from(self, scope: MemoryScope) -> Self:
         """The rows a run of ``scope`` sees: its own and those shared wider in its agent."""
         return self.filter(memory_scope_q(scope))
-
-    def of_exact_scope(self, scope: MemoryScope) -> Self:
-        """The rows of exactly this scope."""
-        return self.filter(exact_scope_q(scope))

@@ -35,7 +35,7 @@ class ItemsOnEntries:
 
     def forget_entries(self, entry_ids: Sequence[str]) -> None:
         ids = list(entry_ids)
-        standing = Evidence.objects.filter(entry_id__in=ids).values("item_id").distinct()
+        standing = Evidence.objects.of_entries(ids).values("item_id").distinct()
         touched = list(
             Evidence.objects.filter(item_id__in=standing)
             .values("item_id")

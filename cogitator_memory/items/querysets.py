@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -18,12 +19,9 @@ class ItemQuerySet(ScopedQuerySet["MemoryItem"]):
         """The states of one slot: a subject's attribute."""
         return self.filter(subject_id=subject_id, attribute=attribute)
 
-    def with_statuses(self, statuses: list[str]) -> ItemQuerySet:
-        return self.filter(status__in=statuses)
-
-    def valid_at(self, moment: datetime) -> ItemQuerySet:
-        """Items that held in the world at ``moment`` (valid_to exclusive)."""
-        return self.filter(valid_at_q(moment))
+    def with_statuses(self, statuses: Iterable[str]) -> ItemQuerySet:
+        """Items of any of these statuses."""
+        return self.filter(status__in=list(statuses))
 
     def known_at(self, moment: datetime) -> ItemQuerySet:
         """Items memory held at ``moment``: recorded by then, not expired by then."""
@@ -33,12 +31,6 @@ class ItemQuerySet(ScopedQuerySet["MemoryItem"]):
         """By the start of their validity; states told at one instant by when memory learned
         them, then by id, so every reader lays a slot out the same way."""
         return self.order_by("valid_from", "recorded_at", "id")
-
-
-def valid_at_q(moment: datetime) -> models.Q:
-    return models.Q(valid_from__lte=moment) & (
-        models.Q(valid_to__isnull=True) | models.Q(valid_to__gt=moment)
-    )
 
 
 def valid_as_known_q(moment: datetime, known: datetime) -> models.Q:
@@ -69,4 +61,5 @@ class EvidenceQuerySet(models.QuerySet["Evidence"]):
         return self.filter(entry_id__in=entry_ids)
 
     def holding(self) -> EvidenceQuerySet:
+        """Quotes found word for word in their entries."""
         return self.filter(verified=True)

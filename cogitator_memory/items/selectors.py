@@ -18,7 +18,7 @@ from django.db.models import Q, prefetch_related_objects
 
 from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.items.models import ItemStatus, MemoryItem
-from cogitator_memory.items.querysets import ItemQuerySet, known_at_q, valid_as_known_q
+from cogitator_memory.items.querysets import ItemQuerySet, valid_as_known_q
 from cogitator_memory.items.rules import ItemRules
 from cogitator_memory.items.statements import Slot
 from cogitator_memory.limits import page_limit
@@ -67,7 +67,7 @@ def held(
         # (new states of one agent are spaced a millisecond apart).
         items = items.filter(status_q, expired_at__isnull=True).filter(valid_from__lte=moment)
         return items.filter(Q(valid_to__isnull=True) | Q(valid_to__gt=moment))
-    return items.filter(status_q).filter(known_at_q(known)).filter(valid_as_known_q(moment, known))
+    return items.filter(status_q).known_at(known).filter(valid_as_known_q(moment, known))
 
 
 @dataclass

@@ -45,7 +45,7 @@ class ItemTransitions(ItemRules):
         if grants is not None:
             items = items.visible_to(grants)
         if from_statuses is not None:
-            items = items.filter(status__in=list(from_statuses))
+            items = items.with_statuses(from_statuses)
         changed: list[str] = []
         slots: set[tuple[Slot, MemoryScope]] = set()
         for agent_id in sorted(set(items.values_list("agent_id", flat=True))):
@@ -144,7 +144,7 @@ class ItemTransitions(ItemRules):
             if not dropped:
                 continue
             Evidence.objects.filter(pk__in=dropped).delete()
-            item.verified = item.evidence.filter(verified=True).exists()
+            item.verified = item.evidence.holding().exists()
             item.save(update_fields=["verified"])
             changed.append(item.pk)
         return changed

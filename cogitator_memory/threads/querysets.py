@@ -46,7 +46,3 @@ class EntryQuerySet(GrantedQuerySet["Entry"]):
     def in_time_order(self) -> EntryQuerySet:
         """Oldest first; entries of one created_at keep their order of insertion."""
         return self.order_by("created_at", "seq")
-
-    def redacted(self) -> EntryQuerySet:
-        """Entries whose text was redacted."""
-        return self.filter(redaction__isnull=False)

@@ -102,7 +102,7 @@ class ItemListView(ItemAPIView):
                 now=timezone.now(),
             )
         elif statuses is not None:
-            items = items.filter(status__in=statuses)
+            items = items.with_statuses(statuses)
         page = page_items(items, limit=params.get("limit"), cursor=params.get("cursor"))
         next_url = None
         if page.next_cursor:
