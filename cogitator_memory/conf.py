@@ -65,7 +65,8 @@ DEFAULTS: dict[str, Any] = {
     },
     # Memory items: what conversations established.
     "ITEMS": {
-        # The confidence at which a user's item whose quotes hold becomes active on its own.
+        # The confidence at which a user's item whose quotes hold and say its value
+        # becomes active on its own.
         "ACTIVATION_CONFIDENCE": 0.7,
     },
     # Extraction of memory items from conversations, by the model of LLM, in Celery.
@@ -73,7 +74,8 @@ DEFAULTS: dict[str, Any] = {
         # Extract after entries are added (debounced per thread). Off by default.
         "ENABLED": False,
         # "shadow": every new item is suggested, for review; "auto": the rules decide
-        # (system words, or the user's with quotes that hold, are active at once).
+        # (system words, or the user's with quotes that hold and say the value, are
+        # active at once).
         "MODE": "shadow",
         # Tokens of conversation per model call.
         "WINDOW_TOKENS": 4000,

@@ -16,8 +16,9 @@ from cogitator_memory.items.write_sql import AGENT_LOCK, agent_lock_key
 
 class ItemRules:
     """What the parts of ``MemoryItems`` share. ``activation_confidence``: the confidence
-    at which a user's item whose quotes hold becomes active on its own (``ITEMS`` setting,
-    0.7 by default). ``clock`` gives "now" (tests pass their own)."""
+    at which a user's item whose quotes are grounded (they hold, and one says its value)
+    becomes active on its own (``ITEMS`` setting, 0.7 by default). ``clock`` gives "now"
+    (tests pass their own)."""
 
     def __init__(
         self,

@@ -22,5 +22,6 @@ __all__ = ["MemoryItems"]
 
 class MemoryItems(ItemWriting, ItemTransitions, ItemReads):
     """The rules of memory items. ``activation_confidence``: the confidence at which a
-    user's item whose quotes hold becomes active on its own (``ITEMS`` setting, 0.7 by
-    default). ``clock`` gives "now" (tests pass their own)."""
+    user's item whose quotes are grounded (they hold, and one says its value) becomes
+    active on its own (``ITEMS`` setting, 0.7 by default). ``clock`` gives "now" (tests
+    pass their own)."""

@@ -1,6 +1,8 @@
 """The layout of a slot's timeline: its active, superseded and let-go states, each closed
 where the next starts (or at the end it was given), the last open. ``lay_out`` decides
-in memory; ``write_sql.layout_slot`` reads, lays out and saves."""
+in memory; ``write_sql.layout_slot`` reads, lays out and saves. Suggested states are not
+in the timeline, and neither is a suggestion let go without ever being active
+(``in_timeline``): it never held, so it has no place to keep."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -11,7 +13,7 @@ from cogitator_memory.items.models import (
     MemoryItem,
 )
 
-# The states a slot's timeline is made of.
+# The statuses of the states a slot's timeline is made of (see ``in_timeline``).
 TIMELINE_STATUSES = (ItemStatus.ACTIVE, ItemStatus.SUPERSEDED, ItemStatus.LET_GO)
 # What the layout changes in a state.
 LAYOUT_SAVED = ("valid_to", "valid_to_known_at", "status")
@@ -33,6 +35,16 @@ class SlotState:
     kind: str
     trust: str
     confidence: float
+    activated_at: datetime | None
+
+
+def in_timeline(state: SlotState | MemoryItem) -> bool:
+    """Whether a state has a place in its slot's timeline: an active or superseded one, or
+    one let go after it was active (``activated_at``). A suggestion let go never held: it
+    keeps no place, so the state before it is not cut short by it."""
+    if state.status == ItemStatus.LET_GO:
+        return state.activated_at is not None
+    return state.status in TIMELINE_STATUSES
 
 
 def lay_out(

@@ -15,7 +15,7 @@ from cogitator_memory.items.models import (
     MemoryItem,
 )
 from cogitator_memory.items.statements import Slot
-from cogitator_memory.items.timeline import TIMELINE_STATUSES, SlotState, lay_out
+from cogitator_memory.items.timeline import TIMELINE_STATUSES, SlotState, in_timeline, lay_out
 from cogitator_memory.prepared import prepares_statements
 
 AGENT_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
@@ -120,9 +120,10 @@ class WriteSQL:
         "kind",
         "trust",
         "confidence",
+        "activated_at",
     )
     STATE_MOMENTS = frozenset(
-        {"valid_from", "valid_to", "valid_to_known_at", "ends_at", "recorded_at"}
+        {"valid_from", "valid_to", "valid_to_known_at", "ends_at", "recorded_at", "activated_at"}
     )
 
     @classmethod
@@ -283,19 +284,23 @@ class WriteSQL:
         params += list(statuses)
         # SQLite: the IMMEDIATE transaction holds the database's write lock already.
         lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+        columns = ", ".join(f'"{name}"' for name in cls.STATE_COLUMNS)
         with connection.cursor() as cursor:
             cursor.execute(
-                f'SELECT "id", "status", "valid_from", "valid_to", "valid_to_known_at",'
-                f' "ends_at", "recorded_at", "value", "kind", "trust", "confidence"'
-                f' FROM "{cls.ITEMS}" WHERE {" AND ".join(conditions)}'
+                f'SELECT {columns} FROM "{cls.ITEMS}" WHERE {" AND ".join(conditions)}'
                 f' ORDER BY "valid_from", "recorded_at", "id"{lock}',
                 params,
             )
             rows = cursor.fetchall()
-        # valid_from, valid_to, valid_to_known_at, ends_at and recorded_at are datetimes.
         moment = cls._datetime_converter(connection)
+        converters = [moment if name in cls.STATE_MOMENTS else None for name in cls.STATE_COLUMNS]
         return [
-            SlotState(*(moment(value) if 2 <= n <= 6 else value for n, value in enumerate(row)))
+            SlotState(
+                *(
+                    value if convert is None else convert(value)
+                    for convert, value in zip(converters, row, strict=True)
+                )
+            )
             for row in rows
         ]
 
@@ -306,7 +311,7 @@ def layout_slot(
     """Lay the slot's timeline out again in one exact scope (``lay_out``) and save the
     states it changed. Returns them."""
     states = WriteSQL.slot_states(slot, scope, TIMELINE_STATUSES)
-    changed = lay_out(states, known_at)
+    changed = lay_out([state for state in states if in_timeline(state)], known_at)
     save_layout(changed)
     return changed
 

@@ -1,15 +1,21 @@
 """The write rules of memory items (``ItemWriting``): writing only adds.
 
 - A statement becomes a new state of its slot (a subject's attribute in one exact
-  scope), or merges into the newest open state when that state has the same value
-  (``same_value``) and no other value followed it.
+  scope), or merges into a state of the same value (``same_value``): the newest state of
+  the slot's timeline (active or superseded) while it is open, else a suggested state
+  that is the newest state of the slot and open (a suggestion absorbs a repeat of itself).
+- Suggested states are out of the timeline until a person (or a statement that would be
+  active on its own) activates them: they never stand between a repeat and the state it
+  repeats, and they contradict nothing and are contradicted by nothing.
 - One agent's writes go one after another (a transaction-scoped advisory lock on
   PostgreSQL; on SQLite the IMMEDIATE transaction holds the database's write lock), and
   new states are recorded at least a millisecond apart, so "known at" reads are
   unambiguous.
 - After every change of a slot, its timeline is laid out again (``timeline.lay_out``).
-- An item is active on its own only when said by the system, or by the user with quotes
-  that hold at ``activation_confidence``; everything else is suggested, for a reviewer."""
+- A statement is active on its own only when said by the system, or by the user with
+  quotes that are grounded (every quote holds in its entry, and one says the value:
+  ``support.quote_supports``) at ``activation_confidence``; everything else is
+  suggested, for a reviewer. Its item is verified when every quote holds."""
 
 import bisect
 from collections.abc import Iterable, Sequence
@@ -39,7 +45,8 @@ from cogitator_memory.items.statements import (
     entity_key,
     same_value,
 )
-from cogitator_memory.items.timeline import LAYOUT_SAVED, TIMELINE_STATUSES, SlotState, lay_out
+from cogitator_memory.items.support import quote_supports
+from cogitator_memory.items.timeline import LAYOUT_SAVED, SlotState, in_timeline, lay_out
 from cogitator_memory.items.write_sql import WriteSQL, save_layout
 from cogitator_memory.lineage import Quote, verify_evidence
 from cogitator_memory.threads.models import Entry, Thread
@@ -52,6 +59,8 @@ OPINION_LOSS = 0.2
 RECORDING_STEP = timedelta(milliseconds=1)
 # The states a new statement may merge into.
 OPEN_STATUSES = (ItemStatus.SUGGESTED, ItemStatus.ACTIVE, ItemStatus.SUPERSEDED)
+# The states of the timeline a new statement may merge into or contradict.
+HELD_STATUSES = (ItemStatus.ACTIVE, ItemStatus.SUPERSEDED)
 # What merging a repeated statement may change in a state.
 MERGED_FIELDS = ("trust", "verified", "confidence", "status", "activated_at")
 
@@ -139,10 +148,52 @@ class ItemWriting(ItemRules):
             checked.append((quote, entry, verdict == "verified"))
         return checked
 
-    def _qualifies(self, trust: str, verified: bool, confidence: float) -> bool:
-        return trust == Trust.SYSTEM or (
-            trust == Trust.USER and verified and confidence >= self.activation_confidence
+    @staticmethod
+    def _grounded(quotes: Sequence[tuple[NewEvidence, Entry | None, bool]], value: str) -> bool:
+        """Whether a statement's quotes ground it: every quote holds, and one of them says
+        the value on its own (``quote_supports``)."""
+        return (
+            bool(quotes)
+            and all(holds for _quote, _entry, holds in quotes)
+            and any(quote_supports(quote.quote, value) for quote, _entry, _holds in quotes)
         )
+
+    def _qualifies(self, trust: str, grounded: bool, confidence: float) -> bool:
+        """Whether a statement is active on its own: the system's, or the user's with
+        grounded quotes (``_grounded``) at ``activation_confidence``."""
+        return trust == Trust.SYSTEM or (
+            trust == Trust.USER and grounded and confidence >= self.activation_confidence
+        )
+
+    @staticmethod
+    def _newest_held(read: Sequence[SlotState]) -> SlotState | None:
+        """The timeline's newest active or superseded state (``read`` in timeline order)."""
+        return next((state for state in reversed(read) if state.status in HELD_STATUSES), None)
+
+    def _merge_target(self, read: Sequence[SlotState], value: str) -> SlotState | None:
+        """The state a statement of ``value`` merges into, if any: the newest state of the
+        timeline (active or superseded) when it is open and of the same value; else the
+        newest state of the slot when it is a suggestion, open and of the same value. A
+        suggestion never stands between a repeat and the timeline's state it repeats, and
+        absorbs a repeat of itself only while no other state (of the timeline, let go
+        after it held, or suggested) started after it: else the repeat is a state of its
+        own, from when it was said, so activating the older suggestion later cannot put it
+        back in front."""
+        current = self._newest_held(read)
+        if current is not None and current.valid_to is None and same_value(current.value, value):
+            return current
+        placed = [
+            state for state in read if state.status == ItemStatus.SUGGESTED or in_timeline(state)
+        ]
+        newest = placed[-1] if placed else None
+        if (
+            newest is not None
+            and newest.status == ItemStatus.SUGGESTED
+            and newest.valid_to is None
+            and same_value(newest.value, value)
+        ):
+            return newest
+        return None
 
     # --- writing ---------------------------------------------------------------------
 
@@ -156,41 +207,49 @@ class ItemWriting(ItemRules):
         activate: bool = True,
     ) -> Written:
         """Write a statement into ``scope``: a new state of its slot, or a merge into the
-        newest open state when it repeats its value. ``activate`` False (shadow mode)
-        leaves a new item suggested whoever said it. Raises ``InvalidItem`` and, with
-        ``access``, ``NoGrant`` for a scope the caller's grants do not reach."""
+        state it repeats (``_merge_target``). ``activate`` False (shadow mode) leaves a
+        new item suggested whoever said it. Raises ``InvalidItem`` and, with ``grants``,
+        ``NoGrant`` for a scope the caller's grants do not reach."""
         check_new_item(new)
         policy.require_write(grants, scope.agent_id, scope.user_id)
         self._lock_quoted_threads(new.evidence)
         # The agent's lock is taken by the read below, first.
         said_at = self.clock()
-        # The slot is read once, with its subject: the newest open state (to merge into or
-        # to contradict) is the last open one in timeline order, and the rest is what the
-        # layout needs. Suggested states are read for the merge only; they have no place in
-        # the timeline.
+        # The slot is read once, with its subject: the states to merge into or to
+        # contradict (``_merge_target``, the timeline's newest), and what the layout needs.
+        # Suggested states are read for the merge only; they have no place in the timeline.
         entity, read, now = self._entity_slot_and_recorded_at(
             scope, new, said_at, (*OPEN_STATUSES, ItemStatus.LET_GO)
         )
         quotes = self._checked_quotes(scope, new.evidence, grants)
-        verified = any(holds for _quote, _entry, holds in quotes)
-        latest = next((state for state in reversed(read) if state.status in OPEN_STATUSES), None)
+        verified = bool(quotes) and all(holds for _quote, _entry, holds in quotes)
+        grounded = self._grounded(quotes, new.value)
+        target = self._merge_target(read, new.value)
         states: list[SlotState | MemoryItem] = list(read)
         item_fields: list[str] = []
-        if latest is not None and latest.valid_to is None and same_value(latest.value, new.value):
+        if target is not None:
             # The whole row: it is what the caller gets back.
-            item = MemoryItem.objects.get(pk=latest.pk)
-            states[states.index(latest)] = item
-            item_fields = self._merge(item, new, verified, now, activate=activate)
+            item = MemoryItem.objects.get(pk=target.pk)
+            states[states.index(target)] = item
+            item_fields = self._merge(item, new, verified, grounded, now, activate=activate)
             merged = True
+            entered = target.status == ItemStatus.SUGGESTED and item.status == ItemStatus.ACTIVE
         else:
-            if latest is not None and new.kind == ItemKind.OPINION:
-                self._contradict(latest, new.trust)
-            item = self._new_state(scope, entity, new, verified, now, said_at, activate=activate)
+            item = self._new_state(
+                scope, entity, new, verified, grounded, now, said_at, activate=activate
+            )
             # Recorded after every state of its agent, the new state never ties another on
             # (valid_from, recorded_at): its place in timeline order needs no id.
             bisect.insort(states, item, key=lambda state: (state.valid_from, state.recorded_at))
             merged = False
-        changed = lay_out([state for state in states if state.status in TIMELINE_STATUSES], now)
+            entered = item.status == ItemStatus.ACTIVE
+        if entered and item.kind == ItemKind.OPINION:
+            # Only a state that enters the timeline now contradicts, and only the
+            # timeline's newest state: a suggestion neither contradicts nor is contradicted.
+            current = self._newest_held(read)
+            if current is not None and not same_value(current.value, item.value):
+                self._contradict(current, new.trust)
+        changed = lay_out([state for state in states if in_timeline(state)], now)
         others = [state for state in changed if state is not item]
         if not merged:
             # Inserted as laid out: no UPDATE of the new row afterwards; on PostgreSQL the
@@ -224,13 +283,14 @@ class ItemWriting(ItemRules):
         entity: Entity,
         new: NewItem,
         verified: bool,
+        grounded: bool,
         now: datetime,
         said_at: datetime,
         *,
         activate: bool,
     ) -> MemoryItem:
         """The new state, not saved yet."""
-        active = activate and self._qualifies(new.trust, verified, float(new.confidence))
+        active = activate and self._qualifies(new.trust, grounded, float(new.confidence))
         return MemoryItem(
             **scope.as_fields(),
             kind=new.kind,
@@ -252,21 +312,32 @@ class ItemWriting(ItemRules):
         )
 
     def _merge(
-        self, item: MemoryItem, new: NewItem, verified: bool, now: datetime, *, activate: bool
+        self,
+        item: MemoryItem,
+        new: NewItem,
+        verified: bool,
+        grounded: bool,
+        now: datetime,
+        *,
+        activate: bool,
     ) -> list[str]:
-        """Merge a repeated statement into ``item``, unsaved. Returns the fields changed."""
+        """Merge a repeated statement into ``item``, unsaved. Returns the fields changed.
+        An opinion gains only from a grounded repeat, and a suggested item becomes active
+        only when the repeat would be active on its own: the better source it keeps is
+        not grounds to activate with (a user's item whose quotes hold but do not say its
+        value stays suggested however often a model repeats it)."""
         before = [getattr(item, name) for name in MERGED_FIELDS]
         item.trust, item.verified = better_source(
             (item.trust, item.verified), (new.trust, verified)
         )
-        if item.kind == ItemKind.OPINION and verified:
+        if item.kind == ItemKind.OPINION and grounded:
             item.confidence = min(1.0, item.confidence + OPINION_GAIN)
         else:
             item.confidence = max(item.confidence, float(new.confidence))
         if (
             activate
             and item.status == ItemStatus.SUGGESTED
-            and self._qualifies(item.trust, item.verified, item.confidence)
+            and self._qualifies(new.trust, grounded, float(new.confidence))
         ):
             item.status = ItemStatus.ACTIVE
             item.activated_at = now
@@ -278,7 +349,8 @@ class ItemWriting(ItemRules):
 
     @staticmethod
     def _contradict(current: SlotState, trust: str) -> None:
-        """An opinion a less trusted source contradicts loses confidence."""
+        """An opinion of the timeline a less trusted source contradicts, with a state
+        that enters the timeline active, loses confidence."""
         if current.kind == ItemKind.OPINION and TRUST_RANK[trust] < TRUST_RANK[current.trust]:
             confidence = max(0.0, current.confidence - OPINION_LOSS)
             if confidence != current.confidence:

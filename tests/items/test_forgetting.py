@@ -70,8 +70,9 @@ def test_an_item_standing_on_more_loses_only_the_quotes_of_what_went(conversatio
 
 
 def test_the_state_before_a_purged_one_holds_again(conversation) -> None:
-    _thread, first, second = conversation
-    older = write("Porto", second, when=T0)
+    thread, first, _second = conversation
+    porto = threads.add_entry(thread.pk, role="user", content="I lived in Porto.")
+    older = write("Porto", porto, when=T0)
     write("Lisbon", first, when=T0 + timedelta(days=1))
     older.refresh_from_db()
     assert older.status == ItemStatus.SUPERSEDED

@@ -295,27 +295,38 @@ def test_states_of_one_agent_are_recorded_at_least_a_millisecond_apart(
 # --- opinions ------------------------------------------------------------------------------
 
 
-def test_an_opinion_said_again_with_a_quote_that_holds_gains_a_tenth(
+def test_an_opinion_said_again_with_a_quote_that_says_it_gains_a_tenth(
     items: MemoryItems, said: Entry
 ) -> None:
-    opinion = dict(kind="opinion", attribute="likes Lisbon", confidence=0.5)
-    items.write(ANA, home("yes", "user", **opinion))
-    unquoted = items.write(ANA, home("yes", "user", **opinion)).item
-    quoted_again = items.write(ANA, home("yes", "user", evidence=quoted(said), **opinion)).item
+    opinion = dict(kind="opinion", attribute="favourite city", confidence=0.5)
+    items.write(ANA, home("Lisbon", "user", **opinion))
+    unquoted = items.write(ANA, home("Lisbon", "user", **opinion)).item
+    # a quote that holds but does not say the value gains nothing
+    unrelated = items.write(
+        ANA, home("Lisbon", "user", evidence=quoted(said, "since May"), **opinion)
+    ).item
+    quoted_again = items.write(ANA, home("Lisbon", "user", evidence=quoted(said), **opinion)).item
     assert unquoted.confidence == pytest.approx(0.5)
+    assert unrelated.confidence == pytest.approx(0.5)
     assert quoted_again.confidence == pytest.approx(0.6)
 
 
-def test_an_opinion_a_less_trusted_source_contradicts_loses_a_fifth(items: MemoryItems) -> None:
-    opinion = dict(kind="opinion", attribute="likes Lisbon", confidence=0.5)
-    first = items.write(ANA, home("yes", "user", **opinion)).item
-    items.write(ANA, home("no", "web", **opinion))
+def test_an_opinion_a_less_trusted_source_contradicts_loses_a_fifth(
+    items: MemoryItems, said: Entry
+) -> None:
+    opinion = dict(kind="opinion", attribute="favourite city", confidence=0.8)
+    first = items.write(ANA, home("Porto", "system", **opinion)).item
+    # the user's grounded word enters the timeline and contradicts the system's
+    second = items.write(ANA, home("Lisbon", "user", evidence=quoted(said), **opinion)).item
+    assert second.status == ItemStatus.ACTIVE
     first.refresh_from_db()
-    assert first.confidence == pytest.approx(0.3)
-    # a contradiction from as trusted a source costs nothing
-    items.write(ANA, home("maybe", "user", **opinion))
-    first.refresh_from_db()
-    assert first.confidence == pytest.approx(0.3)
+    assert first.confidence == pytest.approx(0.6)
+    # a suggestion contradicts nothing, and a contradiction from a more trusted source
+    # costs nothing
+    items.write(ANA, home("Rome", "web", **opinion))
+    items.write(ANA, home("Madrid", "system", **opinion))
+    second.refresh_from_db()
+    assert second.confidence == pytest.approx(0.8)
 
 
 # --- reading -------------------------------------------------------------------------------

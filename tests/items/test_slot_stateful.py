@@ -1,11 +1,16 @@
 """Random sequences of statements about one slot (said, said again, said with a later
-start, told late, let go, rejected, activated) against a reference model of its timeline.
+start, told late, suggested, let go, rejected, activated) against a reference model of its
+timeline.
 
-The model is plain Python: each state's value, status, start, end and the order it was
-recorded in. It merges a statement into the newest open state of the same value, lays the
-timeline out (active, superseded and let-go states by start, each closed where the next
+The model is plain Python: each state's value, status, start, end, the order it was
+recorded in and whether it was ever active. It merges a statement into the timeline's
+newest state (active or superseded) when that is open and of the same value, else into
+the slot's newest state when that is a suggestion of the same value; it lays the timeline
+out (active, superseded and once-active let-go states by start, each closed where the next
 starts, the last open) and reads what holds now. After every step the slot's history and
-what a query returns must agree with it.
+what a query returns must agree with it, and a statement that stays suggested (a model's)
+must leave every state of the timeline as it was: the active timeline ignores suggested
+states.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ ANA = MemoryScope("concierge", user_id="ana")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 VALUES = ["Lisbon", "Porto", " Lisbon ", "Rome"]
 # Written out here rather than imported, so the model does not share the code's idea.
-TIMELINE = ("active", "superseded", "let_go")
+HELD = ("active", "superseded")
 OPEN = ("suggested", "active", "superseded")
 picks = st.integers(min_value=0, max_value=31)
 
@@ -49,6 +54,11 @@ class State:
     valid_from: datetime
     valid_to: datetime | None
     order: int
+    ever_active: bool
+
+    @property
+    def in_timeline(self) -> bool:
+        return self.status in HELD or (self.status == "let_go" and self.ever_active)
 
 
 def same(first: str, second: str) -> bool:
@@ -73,7 +83,7 @@ class SlotMachine(RuleBasedStateMachine):
 
     def layout(self) -> None:
         line = sorted(
-            (s for s in self.states if s.status in TIMELINE), key=lambda s: (s.valid_from, s.order)
+            (s for s in self.states if s.in_timeline), key=lambda s: (s.valid_from, s.order)
         )
         for index, state in enumerate(line):
             following = line[index + 1] if index + 1 < len(line) else None
@@ -85,6 +95,35 @@ class SlotMachine(RuleBasedStateMachine):
         eligible = [s for s in self.states if s.status in statuses]
         return eligible[pick % len(eligible)] if eligible else None
 
+    def merge_target(self, value: str) -> State | None:
+        in_order = sorted(self.states, key=lambda s: (s.valid_from, s.order))
+        held = [s for s in in_order if s.status in HELD]
+        if held and held[-1].valid_to is None and same(held[-1].value, value):
+            return held[-1]
+        placed = [s for s in in_order if s.status == "suggested" or s.in_timeline]
+        if placed and placed[-1].status == "suggested" and same(placed[-1].value, value):
+            return placed[-1]
+        return None
+
+    def timeline_in_the_database(self) -> list[tuple[object, ...]]:
+        """Every state of the slot's timeline as stored: place, status and confidence."""
+        entity = Entity.objects.filter(key="ana").first()
+        if entity is None:
+            return []
+        return [
+            (
+                item.pk,
+                item.status,
+                item.valid_from,
+                item.valid_to,
+                item.valid_to_known_at,
+                item.confidence,
+                item.trust,
+            )
+            for item in self.items.history(ANA, Slot(entity.pk, "home"))
+            if item.status != "suggested"
+        ]
+
     # --- steps -----------------------------------------------------------------------
 
     @rule(minutes=st.integers(min_value=1, max_value=5000))
@@ -94,14 +133,16 @@ class SlotMachine(RuleBasedStateMachine):
     @rule(
         value=st.sampled_from(VALUES),
         trust=st.sampled_from(["system", "model"]),
+        kind=st.sampled_from(["fact", "opinion"]),
         start=st.one_of(st.none(), st.integers(min_value=-3000, max_value=3000)),
     )
-    def say(self, value: str, trust: str, start: int | None) -> None:
+    def say(self, value: str, trust: str, kind: str, start: int | None) -> None:
         valid_from = self.now + timedelta(minutes=start) if start is not None else None
+        before = self.timeline_in_the_database()
         written = self.items.write(
             ANA,
             NewItem(
-                kind="fact",
+                kind=kind,
                 subject="Ana",
                 attribute="home",
                 value=value,
@@ -109,14 +150,14 @@ class SlotMachine(RuleBasedStateMachine):
                 valid_from=valid_from,
             ),
         )
-        open_states = [s for s in self.states if s.status in OPEN]
-        latest = max(open_states, key=lambda s: (s.valid_from, s.order), default=None)
-        if latest is not None and latest.valid_to is None and same(latest.value, value):
-            assert written.merged and written.item.pk == latest.id
-            if trust == "system" and latest.trust != "system":
-                latest.trust = "system"
-                if latest.status == "suggested":
-                    latest.status = "active"
+        target = self.merge_target(value)
+        if target is not None:
+            assert written.merged and written.item.pk == target.id
+            if trust == "system" and target.trust != "system":
+                target.trust = "system"
+                if target.status == "suggested":
+                    target.status = "active"
+                    target.ever_active = True
         else:
             assert not written.merged
             self.order += 1
@@ -129,9 +170,15 @@ class SlotMachine(RuleBasedStateMachine):
                     valid_from=valid_from or self.now,
                     valid_to=None,
                     order=self.order,
+                    ever_active=trust == "system",
                 )
             )
         self.layout()
+        if trust == "model":
+            # A model's word is never active on its own, and leaves the timeline as it was:
+            # no state of it moved, closed, reopened or lost confidence.
+            assert written.item.status != "active" or written.merged
+            assert self.timeline_in_the_database() == before
 
     @precondition(lambda self: any(s.status in OPEN for s in self.states))
     @rule(pick=picks)
@@ -158,6 +205,7 @@ class SlotMachine(RuleBasedStateMachine):
         assert state is not None
         assert self.items.activate([state.id]) == [state.id]
         state.status = "active"
+        state.ever_active = True
         self.layout()
 
     # --- what must hold ----------------------------------------------------------------
