@@ -449,6 +449,24 @@ class ConcurrentFileChange(FileVersionConflict):
         )
 
 
+class MemoryFileTooLarge(InvalidInput, MemoryFileError):
+    """A change past a limit of memory files (``files/limits.py``): a file over 1 MiB, a
+    change over 8 MiB, a text parameter longer than a file may be. An invalid input whose
+    ``errors`` name the parameter (HTTP 400), and a refusal of the memory tool whose
+    ``message`` the model reads. ``size`` and ``limit`` are in bytes. Nothing was changed."""
+
+    code = "memory_file_too_large"
+
+    def __init__(
+        self, message: str, *, field: str, size: int, limit: int, path: str | None = None
+    ) -> None:
+        MemoryFileError.__init__(self, message, path=path)
+        self.errors: dict[str, list[str]] = {field: [message]}
+        self.field = field
+        self.size = size
+        self.limit = limit
+
+
 class MemoryFileNotFound(NotFound):
     """No file stands at this path for the scope asked about (or the caller's grants do
     not reach that scope: the same answer)."""
