@@ -198,6 +198,25 @@ class ServiceFailed(CogitatorMemoryError):
     public_message = "A service the memory depends on failed; try again later."
 
 
+class DatabaseBusy(ServiceFailed):
+    """The database gave no lock in time: other writers held it (SQLite's "database is
+    locked" after its busy timeout, PostgreSQL's ``lock_timeout``, a deadlock or a
+    serialization failure). The statement was refused and its transaction rolled back, so
+    nothing of the request was changed; ``retry_after`` says in how many seconds to try
+    again (the API's ``Retry-After``). ``database_busy_error`` in ``database_busy.py``
+    recognises the driver's errors."""
+
+    code = "database_busy"
+    public_message = (
+        "The memory's database is busy with other writes and nothing was changed; "
+        "try again in a moment."
+    )
+
+    def __init__(self, detail: str, *, retry_after: int = 1) -> None:
+        super().__init__(f"The database gave no lock in time: {detail}")
+        self.retry_after = retry_after
+
+
 # --- embeddings and search ---------------------------------------------------------------
 
 

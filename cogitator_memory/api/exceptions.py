@@ -3,6 +3,11 @@
 Every error body is ``{"code": str, "message": str, "errors": {field: [message, ...]}}``;
 ``errors`` is empty when no field is to blame. Nested serializer errors are flattened to
 dotted field names (``metadata.userId``).
+
+A lock wait of the database that ran out (SQLite's "database is locked", PostgreSQL's
+``lock_timeout``, a deadlock or a serialization failure: ``database_busy.py`` tells them
+from other errors) is answered here, for every view, as ``DatabaseBusy``: 503
+``database_busy`` with a ``Retry-After`` header, not Django's HTML page of a 500.
 """
 
 from __future__ import annotations
@@ -17,9 +22,11 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
+from cogitator_memory.database_busy import database_busy_error
 from cogitator_memory.exceptions import (
     CogitatorMemoryError,
     Conflict,
+    DatabaseBusy,
     Forbidden,
     InvalidInput,
     NotFound,
@@ -70,13 +77,15 @@ def flatten_errors(detail: Any, prefix: str = "") -> dict[str, list[str]]:
 
 def memory_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF exception handler: typed errors and DRF's own, in one shape."""
+    exc = database_busy_error(exc) or exc
     if isinstance(exc, CogitatorMemoryError):
         code = next(s for cls, s in DOMAIN_STATUSES if isinstance(exc, cls))
         if isinstance(exc, ServiceFailed):
             # The provider's own answer stays in the log; the client is told what to do.
             logger.warning("%s: %s", type(exc).__name__, exc.message)
             set_rollback()
-            return Response(error_body(exc.code, exc.public_message), status=code)
+            retry = {"Retry-After": str(exc.retry_after)} if isinstance(exc, DatabaseBusy) else {}
+            return Response(error_body(exc.code, exc.public_message), status=code, headers=retry)
         # InvalidInput and some others (EntryNotInThread, a 404) name the fields to blame.
         carried = getattr(exc, "errors", None)
         errors = carried if isinstance(carried, dict) else {}

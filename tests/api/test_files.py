@@ -4,16 +4,19 @@ scope, one file, its history, and whole-file writes, within the principal's gran
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection, transaction
 from rest_framework.test import APIClient
 
 from cogitator_memory.files.access import FileAccess
 from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
 from cogitator_memory.files.services import MemoryFiles
+from cogitator_memory.files.store import lock_paths_of_agent
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.threads import services
 from tests.api.conftest import API, Conversation, assert_error, token_client
@@ -609,3 +612,45 @@ def test_a_place_in_a_thread_of_the_longest_id_is_kept(client: APIClient) -> Non
     assert response.status_code == 200, response.json()
     assert response.json()["is_error"] is False
     assert MemoryFileVersion.objects.get().place_thread_id == thread.pk
+
+
+# --- a busy database ---------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lock_wait_that_runs_out_is_a_503_with_retry_after(
+    client: APIClient, short_lock_waits: None
+) -> None:
+    # given another connection holding the lock the change needs (on SQLite the database's
+    # write lock, on PostgreSQL the agent's path lock) until it is told to let go
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                lock_paths_of_agent("agent-a")
+                holding.set()
+                release.wait(timeout=30)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert holding.wait(timeout=10)
+    tool_input = {"command": "create", "path": NOTES, "file_text": "x"}
+    try:
+        # when
+        response = client.post(COMMAND, {**U1, "input": tool_input}, format="json")
+    finally:
+        release.set()
+        holder.join(timeout=30)
+    # then
+    body = assert_error(response, 503, "database_busy")
+    assert response["Retry-After"] == "1"
+    assert response["Content-Type"] == "application/json"
+    assert body["message"] == (
+        "The memory's database is busy with other writes and nothing was changed; "
+        "try again in a moment."
+    )
+    assert version_count() == 0
+    assert command(client, tool_input)["is_error"] is False
