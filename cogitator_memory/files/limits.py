@@ -15,6 +15,8 @@ the parameter) and a refusal the model reads as the tool result.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from cogitator_memory.exceptions import MemoryFileTooLarge
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "check_change_size",
     "check_file_size",
     "check_text_parameter",
+    "check_text_parameters",
 ]
 
 MAX_FILE_BYTES = 1024 * 1024
@@ -47,9 +50,9 @@ def _mib(limit: int) -> str:
     return f"{limit // (1024 * 1024)} MiB ({limit} bytes)"
 
 
-def check_text_parameter(name: str, value: object) -> None:
-    """``MemoryFileTooLarge`` on ``name`` when ``value`` is a text longer than a file may
-    be."""
+def check_text_parameter(name: str, value: object, *, field: str | None = None) -> None:
+    """``MemoryFileTooLarge`` when ``value``, the text parameter ``name``, is longer than
+    a file may be; its ``errors`` name ``field`` (``name`` by default)."""
     # A character is at most four bytes: most texts are passed without encoding them.
     if not isinstance(value, str) or len(value) * 4 <= MAX_FILE_BYTES:
         return
@@ -58,10 +61,17 @@ def check_text_parameter(name: str, value: object) -> None:
         raise MemoryFileTooLarge(
             f"Invalid `{name}` parameter: it holds {size} bytes; a memory file holds at most "
             f"{_mib(MAX_FILE_BYTES)}. Nothing was changed.",
-            field=name,
+            field=field or name,
             size=size,
             limit=MAX_FILE_BYTES,
         )
+
+
+def check_text_parameters(command: Mapping[str, object], *, prefix: str = "") -> None:
+    """``check_text_parameter`` on each text parameter of a memory-tool command, its
+    ``errors`` naming ``prefix`` and the parameter (``input.new_str`` in the API)."""
+    for name in TEXT_PARAMETERS:
+        check_text_parameter(name, command.get(name), field=prefix + name)
 
 
 def check_file_size(path: str, content: str, *, field: str) -> int:

@@ -14,6 +14,7 @@ from django.db import connection, transaction
 from rest_framework.test import APIClient
 
 from cogitator_memory.files.access import FileAccess
+from cogitator_memory.files.limits import MAX_FILE_BYTES
 from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
 from cogitator_memory.files.services import MemoryFiles
 from cogitator_memory.files.store import lock_paths_of_agent
@@ -654,3 +655,57 @@ def test_a_lock_wait_that_runs_out_is_a_503_with_retry_after(
     )
     assert version_count() == 0
     assert command(client, tool_input)["is_error"] is False
+
+
+# --- limits ------------------------------------------------------------------------------
+
+
+def test_a_whole_file_over_a_mebibyte_is_a_400_naming_the_text(client: APIClient) -> None:
+    # when
+    response = put(client, "x" * (MAX_FILE_BYTES + 1))
+    # then
+    body = assert_error(response, 400, "memory_file_too_large", ["text"])
+    assert body["message"] == (
+        f"Invalid `text` parameter: it holds {MAX_FILE_BYTES + 1} bytes; a memory file holds "
+        f"at most 1 MiB ({MAX_FILE_BYTES} bytes). Nothing was changed."
+    )
+    assert version_count() == 0
+
+
+@pytest.mark.parametrize("parameter", ["file_text", "old_str", "new_str", "insert_text"])
+def test_a_tool_call_with_a_text_no_file_can_hold_is_a_400_naming_it(
+    client: APIClient, parameter: str
+) -> None:
+    # given
+    create(client, NOTES, "a")
+    tool_input = {
+        "command": {"file_text": "create", "insert_text": "insert"}.get(parameter, "str_replace"),
+        "path": NOTES,
+        "insert_line": 0,
+        "old_str": "a",
+        parameter: "é" * (MAX_FILE_BYTES // 2 + 1),
+    }
+    # when
+    response = client.post(COMMAND, {**U1, "input": tool_input}, format="json")
+    # then
+    body = assert_error(response, 400, "memory_file_too_large", [f"input.{parameter}"])
+    assert body["message"].startswith(f"Invalid `{parameter}` parameter: it holds")
+    assert version_count() == 1
+
+
+def test_a_tool_call_that_would_make_a_file_too_large_is_the_tool_s_refusal(
+    client: APIClient,
+) -> None:
+    # given
+    create(client, NOTES, "a" + "x" * (MAX_FILE_BYTES - 1))
+    # when
+    answer = command(
+        client, {"command": "str_replace", "path": NOTES, "old_str": "a", "new_str": "ab"}
+    )
+    # then
+    assert answer == {
+        "text": f"The file {NOTES} would hold {MAX_FILE_BYTES + 1} bytes; a memory file holds "
+        f"at most 1 MiB ({MAX_FILE_BYTES} bytes). Nothing was changed.",
+        "is_error": True,
+    }
+    assert version_count() == 1
