@@ -284,7 +284,7 @@ def test_the_path_pattern_the_schema_publishes_is_the_rule_of_memory_paths() -> 
     # given
     import re
 
-    from cogitator_memory.api.serializers.files import PATH_PATTERN
+    from cogitator_memory.api.serializers.files import MAX_PATH_CHARACTERS, PATH_PATTERN
     from cogitator_memory.exceptions import InvalidMemoryPath
     from cogitator_memory.files.paths import normalize
 
@@ -305,6 +305,15 @@ def test_the_path_pattern_the_schema_publishes_is_the_rule_of_memory_paths() -> 
         "/memories/" + "n" * 255,
         "/memories/" + "n" * 256,
         "/memories/a/" + "n" * 256 + "/b",
+        "/memories/a.md ",
+        "/memories/ a.md",
+        "/memories/a\u00a0/b.md",
+        "/memories/my notes.md",
+        "/memories/\u202eevil",
+        "/memories/a\u200e.md",
+        "/memories/cafe\u0301.md",
+        "/memories/" + "n" * 255 + "/" + "m" * 246,
+        "/memories/" + "n" * 255 + "/" + "m" * 247,
     ]
     for path in samples:
         # when
@@ -314,7 +323,8 @@ def test_the_path_pattern_the_schema_publishes_is_the_rule_of_memory_paths() -> 
         except InvalidMemoryPath:
             accepted = False
         # then
-        assert bool(re.search(PATH_PATTERN, path)) is accepted, path
+        matched = bool(re.search(PATH_PATTERN, path)) and len(path) <= MAX_PATH_CHARACTERS
+        assert matched is accepted, path
 
 
 def test_the_history_runs_back_through_renames_and_deletions(client: APIClient) -> None:
@@ -709,3 +719,80 @@ def test_a_tool_call_that_would_make_a_file_too_large_is_the_tool_s_refusal(
         "is_error": True,
     }
     assert version_count() == 1
+
+
+# --- one rule of paths -------------------------------------------------------------------
+
+LONGEST = "/memories/" + "n" * 255 + "/" + "m" * 246  # 512 characters
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        (
+            LONGEST + "m",
+            f"Path {(LONGEST + 'm')[:300]}… is longer than 512 characters; use a shorter path.",
+        ),
+        (
+            "/memories/a.md ",
+            'Path /memories/a.md  has a name that begins or ends with a space ("a.md "); '
+            "remove the space.",
+        ),
+        (
+            "/memories/\u202edm.live",
+            "Path /memories/\\u202edm.live contains a bidirectional control character "
+            "(U+202E), which makes a name read otherwise than it is; memory paths cannot hold "
+            "one.",
+        ),
+    ],
+    ids=["513-characters", "trailing-space", "bidi-override"],
+)
+def test_a_path_the_tool_refuses_the_api_refuses_too(
+    client: APIClient, path: str, message: str
+) -> None:
+    # when
+    answer = command(client, {"command": "create", "path": path, "file_text": "x"})
+    put_response = put(client, "x", path=path)
+    read_response = client.get(CONTENT, {**U1, "path": path})
+    # then
+    assert answer == {"text": message, "is_error": True}
+    assert_error(put_response, 400, "invalid", ["path"])
+    assert_error(read_response, 400, "invalid", ["path"])
+    assert version_count() == 0
+
+
+def test_a_path_the_tool_accepts_the_api_accepts_too(client: APIClient) -> None:
+    # when
+    create(client, LONGEST, "by the tool")
+    response = client.get(CONTENT, {**U1, "path": LONGEST})
+    written = put(client, "by the API", path=LONGEST)
+    # then
+    assert response.status_code == 200, response.json()
+    assert response.json()["content"] == "by the tool"
+    assert written.status_code == 200, written.json()
+    assert command(client, {"command": "view", "path": LONGEST})["text"].endswith("by the API")
+
+
+def test_a_name_in_either_unicode_form_is_one_file_in_the_tool_and_the_api(
+    client: APIClient,
+) -> None:
+    # given a file the tool wrote with a combining accent
+    created = command(
+        client, {"command": "create", "path": "/memories/cafe\u0301.md", "file_text": "espresso"}
+    )
+    assert created == {
+        "text": "File created successfully at: /memories/caf\u00e9.md",
+        "is_error": False,
+    }
+    # when the API names it with the composed letter
+    response = client.get(CONTENT, {**U1, "path": "/memories/caf\u00e9.md"})
+    written = put(client, "ristretto", path="/memories/cafe\u0301.md")
+    # then
+    assert response.status_code == 200, response.json()
+    assert (response.json()["path"], response.json()["content"]) == (
+        "/memories/caf\u00e9.md",
+        "espresso",
+    )
+    assert written.json()["path"] == "/memories/caf\u00e9.md"
+    listed = client.get(FILES, U1).json()["results"]
+    assert [(f["path"], f["version"]) for f in listed] == [("/memories/caf\u00e9.md", 2)]
