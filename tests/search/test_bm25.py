@@ -337,14 +337,14 @@ def test_source_type_index_and_metadata_filters_match_exactly(scoped_rows: None)
 
 def test_a_scope_sees_its_agents_rows_and_the_shared_ones(scoped_rows: None):
     # when
-    found = keyword_sources(scope=Grants.for_agents(["agent-b"]))
+    found = keyword_sources(grants=Grants.for_agents(["agent-b"]))
     # then: the shared rows of no agent, user or thread; not those naming a thread or user
     assert found == ["b", "shared"]
 
 
 def test_a_scope_without_shared_rows_sees_only_its_agents(scoped_rows: None):
     # when
-    found = keyword_sources(scope=Grants.for_agents(["agent-b"]), include_shared=False)
+    found = keyword_sources(grants=Grants.for_agents(["agent-b"]), include_shared=False)
     # then
     assert found == ["b"]
 
@@ -353,7 +353,7 @@ def test_a_grant_naming_users_sees_only_those_users_rows(scoped_rows: None):
     # given
     scope = Grants.for_agents(["agent-a"], {"agent-a": ["u1"]})
     # when
-    found = keyword_sources(scope=scope, include_shared=False)
+    found = keyword_sources(grants=scope, include_shared=False)
     # then
     assert found == ["a-u1"]
 
@@ -361,7 +361,7 @@ def test_a_grant_naming_users_sees_only_those_users_rows(scoped_rows: None):
 def test_a_filter_cannot_widen_the_scope(scoped_rows: None):
     # when
     found = keyword_sources(
-        scope=Grants.for_agents(["agent-b"]),
+        grants=Grants.for_agents(["agent-b"]),
         include_shared=False,
         filter=EmbeddingFilter(agent_id="agent-a"),
     )
@@ -371,15 +371,15 @@ def test_a_filter_cannot_widen_the_scope(scoped_rows: None):
 
 def test_a_scope_of_no_grants_sees_only_shared_rows_or_nothing(scoped_rows: None):
     # when
-    with_shared = keyword_sources(scope=Grants.nothing())
-    without = keyword_sources(scope=Grants.nothing(), include_shared=False)
+    with_shared = keyword_sources(grants=Grants.nothing())
+    without = keyword_sources(grants=Grants.nothing(), include_shared=False)
     # then
     assert (with_shared, without) == (["shared"], [])
 
 
 def test_the_unrestricted_scope_sees_every_row(scoped_rows: None):
     # when
-    found = keyword_sources(scope=Grants.everything(), include_shared=False)
+    found = keyword_sources(grants=Grants.everything(), include_shared=False)
     # then
     assert len(found) == 10
 
