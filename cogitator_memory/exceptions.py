@@ -203,8 +203,8 @@ class DatabaseBusy(ServiceFailed):
     locked" after its busy timeout, PostgreSQL's ``lock_timeout``, a deadlock or a
     serialization failure). The statement was refused and its transaction rolled back, so
     nothing of the request was changed; ``retry_after`` says in how many seconds to try
-    again (the API's ``Retry-After``). ``database_busy_error`` in ``database_busy.py``
-    recognises the driver's errors."""
+    again (the API's ``Retry-After``). The API's exception handler recognises the
+    drivers' errors (``api.exceptions.database_busy_error``)."""
 
     code = "database_busy"
     public_message = (
