@@ -198,6 +198,25 @@ class ServiceFailed(CogitatorMemoryError):
     public_message = "A service the memory depends on failed; try again later."
 
 
+class DatabaseBusy(ServiceFailed):
+    """The database gave no lock in time: other writers held it (SQLite's "database is
+    locked" after its busy timeout, PostgreSQL's ``lock_timeout``, a deadlock or a
+    serialization failure). The statement was refused and its transaction rolled back, so
+    nothing of the request was changed; ``retry_after`` says in how many seconds to try
+    again (the API's ``Retry-After``). The API's exception handler recognises the
+    drivers' errors (``api.exceptions.database_busy_error``)."""
+
+    code = "database_busy"
+    public_message = (
+        "The memory's database is busy with other writes and nothing was changed; "
+        "try again in a moment."
+    )
+
+    def __init__(self, detail: str, *, retry_after: int = 1) -> None:
+        super().__init__(f"The database gave no lock in time: {detail}")
+        self.retry_after = retry_after
+
+
 # --- embeddings and search ---------------------------------------------------------------
 
 
@@ -447,6 +466,24 @@ class ConcurrentFileChange(FileVersionConflict):
                 "View it again and try again."
             ),
         )
+
+
+class MemoryFileTooLarge(InvalidInput, MemoryFileError):
+    """A change past a limit of memory files (``files/limits.py``): a file over 1 MiB, a
+    change over 8 MiB, a text parameter longer than a file may be. An invalid input whose
+    ``errors`` name the parameter (HTTP 400), and a refusal of the memory tool whose
+    ``message`` the model reads. ``size`` and ``limit`` are in bytes. Nothing was changed."""
+
+    code = "memory_file_too_large"
+
+    def __init__(
+        self, message: str, *, field: str, size: int, limit: int, path: str | None = None
+    ) -> None:
+        MemoryFileError.__init__(self, message, path=path)
+        self.errors: dict[str, list[str]] = {field: [message]}
+        self.field = field
+        self.size = size
+        self.limit = limit
 
 
 class MemoryFileNotFound(NotFound):

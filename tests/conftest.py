@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from django.db import connection
 from django.test.testcases import QuietWSGIRequestHandler
@@ -23,6 +25,26 @@ hypothesis_settings.load_profile(PROFILE)
 @pytest.fixture
 def on_postgres() -> bool:
     return connection.vendor == "postgresql"
+
+
+@pytest.fixture
+def short_lock_waits() -> Iterator[None]:
+    """Connections opened during the test wait at most half a second for a lock: SQLite's
+    busy timeout, PostgreSQL's ``lock_timeout``. Set in the connection settings (shared by
+    the connections of every Python thread), so tests of a busy database are fast."""
+    options = connection.settings_dict["OPTIONS"]
+    kept = dict(options)
+    if connection.vendor == "sqlite":
+        options["timeout"] = 0.5
+    else:
+        options["options"] = "-c lock_timeout=500"
+    connection.close()
+    try:
+        yield
+    finally:
+        options.clear()
+        options.update(kept)
+        connection.close()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

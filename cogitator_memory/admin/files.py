@@ -32,9 +32,10 @@ from cogitator_memory.admin.file_diff import FileDiff, diff_texts
 from cogitator_memory.admin.filters import VisibleAgentFilter
 from cogitator_memory.admin.records import GrantScopedAdmin, ReadOnlyAdmin
 from cogitator_memory.admin.scale import LargeTableAdmin
-from cogitator_memory.exceptions import CogitatorMemoryError
+from cogitator_memory.exceptions import CogitatorMemoryError, InvalidMemoryPath
 from cogitator_memory.files.access import FileAccess
 from cogitator_memory.files.models import Author, MemoryFileHead, MemoryFileVersion
+from cogitator_memory.files.paths import normalize
 from cogitator_memory.files.querysets import FileHeadQuerySet
 from cogitator_memory.files.services import MemoryFiles
 from cogitator_memory.grants import MemoryScope
@@ -153,17 +154,25 @@ class UserIdFilter(TextFilter):
 
 class PathFilter(TextFilter):
     """A path and everything under it (an exact prefix: ``%`` and ``_`` match themselves);
-    with an agent chosen it reads the (agent, path) index."""
+    with an agent chosen it reads the (agent, path) index. The path is read by the rule of
+    memory paths (``files.paths.normalize``, as the memory tool and the API read it: a
+    composed accent finds the file a combining one wrote); one it refuses lists nothing,
+    and says why."""
 
     title = _("path")
     parameter_name = "path"
     placeholder = _("/memories/… and what is under it")
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        directory = (self.value() or "").strip().rstrip("/")
-        if not directory:
+        value = (self.value() or "").strip()
+        if not value:
             return queryset
         assert isinstance(queryset, FileHeadQuerySet)
+        try:
+            directory = normalize(value)
+        except InvalidMemoryPath as refusal:
+            messages.error(request, refusal.message)
+            return queryset.none()
         return queryset.at_or_under(directory)
 
 

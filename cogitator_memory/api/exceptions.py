@@ -3,6 +3,20 @@
 Every error body is ``{"code": str, "message": str, "errors": {field: [message, ...]}}``;
 ``errors`` is empty when no field is to blame. Nested serializer errors are flattened to
 dotted field names (``metadata.userId``).
+
+A lock wait of the database that ran out is answered here, for every view, as
+``DatabaseBusy``: 503 ``database_busy`` with a ``Retry-After`` header, not Django's HTML
+page of a 500. ``database_busy_error`` is the one place that knows how the drivers say it:
+
+- SQLite: ``database is locked`` (``SQLITE_BUSY``) once the connection's busy timeout
+  (``OPTIONS["timeout"]``, 20 s in the project's settings) has passed while another
+  connection held the write lock, or ``database table is locked`` (``SQLITE_LOCKED``);
+- PostgreSQL: ``lock_not_available`` (55P03) when a wait passed ``lock_timeout`` (off by
+  default; set it with ``OPTIONS["options"] = "-c lock_timeout=5s"``),
+  ``serialization_failure`` (40001) and ``deadlock_detected`` (40P01).
+
+Each refused the statement and rolled its transaction back; the same request made again
+later can succeed.
 """
 
 from __future__ import annotations
@@ -12,6 +26,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
+from django.db import OperationalError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -20,6 +35,7 @@ from rest_framework.views import set_rollback
 from cogitator_memory.exceptions import (
     CogitatorMemoryError,
     Conflict,
+    DatabaseBusy,
     Forbidden,
     InvalidInput,
     NotFound,
@@ -39,9 +55,37 @@ DOMAIN_STATUSES: list[tuple[type[CogitatorMemoryError], int]] = [
 ]
 
 
+# SQLite's primary result codes (the low byte of an extended code).
+SQLITE_BUSY = 5
+SQLITE_LOCKED = 6
+SQLITE_BUSY_MESSAGES = ("database is locked", "database table is locked")
+POSTGRES_BUSY_STATES = {
+    "55P03": "a lock wait passed lock_timeout",
+    "40001": "a serialization failure",
+    "40P01": "a deadlock",
+}
+
 TOO_LARGE_MESSAGE = (
     "The request body is larger than the server accepts (DATA_UPLOAD_MAX_MEMORY_SIZE)."
 )
+
+
+def database_busy_error(error: BaseException) -> DatabaseBusy | None:
+    """``DatabaseBusy`` for an error of a lock wait that ran out (see the module
+    docstring), None for any other error."""
+    if not isinstance(error, OperationalError):
+        return None
+    # Django wraps the driver's error; the driver's own is its cause.
+    cause = error.__cause__ or error
+    code = getattr(cause, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in (SQLITE_BUSY, SQLITE_LOCKED):
+        return DatabaseBusy(f"SQLite: {cause}")
+    if str(cause).startswith(SQLITE_BUSY_MESSAGES):
+        return DatabaseBusy(f"SQLite: {cause}")
+    state = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
+    if state in POSTGRES_BUSY_STATES:
+        return DatabaseBusy(f"PostgreSQL: {POSTGRES_BUSY_STATES[state]} ({state}): {cause}")
+    return None
 
 
 def error_body(code: str, message: str, errors: dict[str, list[str]] | None = None) -> dict:
@@ -70,13 +114,15 @@ def flatten_errors(detail: Any, prefix: str = "") -> dict[str, list[str]]:
 
 def memory_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF exception handler: typed errors and DRF's own, in one shape."""
+    exc = database_busy_error(exc) or exc
     if isinstance(exc, CogitatorMemoryError):
         code = next(s for cls, s in DOMAIN_STATUSES if isinstance(exc, cls))
         if isinstance(exc, ServiceFailed):
             # The provider's own answer stays in the log; the client is told what to do.
             logger.warning("%s: %s", type(exc).__name__, exc.message)
             set_rollback()
-            return Response(error_body(exc.code, exc.public_message), status=code)
+            retry = {"Retry-After": str(exc.retry_after)} if isinstance(exc, DatabaseBusy) else {}
+            return Response(error_body(exc.code, exc.public_message), status=code, headers=retry)
         # InvalidInput and some others (EntryNotInThread, a 404) name the fields to blame.
         carried = getattr(exc, "errors", None)
         errors = carried if isinstance(carried, dict) else {}

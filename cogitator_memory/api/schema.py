@@ -9,8 +9,9 @@ parts drf-spectacular cannot see are written here:
 - what each entry type needs (``EntryCreateScheme``);
 - ``postprocess_schema``, a ``POSTPROCESSING_HOOKS`` entry: what a path id can be,
   JSON-object query parameters as ``content: application/json``, the answers given before
-  a view runs (406; 413 and 415 of every operation that takes a body), and the links from
-  the operations that create threads and entries to those that use their ids.
+  a view runs (406; 413 and 415 of every operation that takes a body), the 503 of a busy
+  database (with ``Retry-After``) that any operation can answer, and the links from the
+  operations that create threads and entries to those that use their ids.
 
 The schema is OpenAPI 3.1 (``SPECTACULAR_SETTINGS["OAS_VERSION"] = "3.1.0"``): 3.0 has no
 ``propertyNames``, which is how object keys are described.
@@ -242,6 +243,17 @@ BODY_ERRORS = {
 EVERY_OPERATION_ERRORS = {
     "406": "The Accept header names no type the API answers in (application/json).",
 }
+# The answer of any operation when the database gave no lock in time (DatabaseBusy).
+DATABASE_BUSY = (
+    "The database is busy with other writes (database_busy): nothing was changed; try again "
+    "after the seconds of Retry-After."
+)
+RETRY_AFTER_HEADER = {
+    "Retry-After": {
+        "description": "With database_busy: the seconds to wait before trying again.",
+        "schema": {"type": "integer", "minimum": 0},
+    }
+}
 
 # Runtime expressions of links.
 ID = "$response.body#/id"
@@ -374,6 +386,11 @@ def postprocess_schema(
         for status, description in errors.items():
             error = {"application/json": {"schema": ERROR_REF}}
             responses.setdefault(status, {"description": description, "content": error})
+        busy = responses.setdefault(
+            "503", {"description": "", "content": {"application/json": {"schema": ERROR_REF}}}
+        )
+        busy["description"] = " ".join(filter(None, [busy["description"], DATABASE_BUSY]))
+        busy["headers"] = {**busy.get("headers", {}), **RETRY_AFTER_HEADER}
         for status, response in responses.items():
             links = LINKS.get((operation.get("operationId", ""), status))
             if links:

@@ -14,6 +14,11 @@ from typing import Any
 
 from cogitator_memory.exceptions import MemoryFileError
 from cogitator_memory.files import texts
+from cogitator_memory.files.limits import (
+    MAX_REPORTED_OCCURRENCES,
+    check_change_size,
+    check_text_parameter,
+)
 from cogitator_memory.files.paths import ROOT, normalize, parents
 from cogitator_memory.files.store import FileState, Reader, Write, sha256_of
 from cogitator_memory.jsondata import text_problem
@@ -41,6 +46,7 @@ def _text(command: Mapping[str, Any], name: str, *, required: bool = True) -> st
         return ""
     if not isinstance(value, str):
         raise texts.bad_text(name, f"a text is expected, not {type(value).__name__}.")
+    check_text_parameter(name, value)
     problem = text_problem(value)
     if problem is not None:
         raise texts.bad_text(name, problem)
@@ -165,23 +171,42 @@ def str_replace(reader: Reader, command: Mapping[str, Any]) -> Outcome:
     new = _text(command, "new_str", required=False)
     state = _file(reader, path)
     content = reader.content(state)
-    count = content.count(old) if old else 0
-    if count == 0:
+    position = content.find(old) if old else -1
+    if position == -1:
         raise texts.not_found_verbatim(old, path)
-    if count > 1:
-        lines = []
-        start = content.find(old)
-        while start != -1:
-            lines.append(content.count("\n", 0, start) + 1)
-            start = content.find(old, start + 1)
-        raise texts.several_found(old, lines, path)
-    position = content.find(old)
+    # The memory tool counts occurrences that do not overlap: a second one starts past
+    # the end of the first.
+    if content.find(old, position + len(old)) != -1:
+        lines, more = occurrence_lines(content, old, position, MAX_REPORTED_OCCURRENCES)
+        raise texts.several_found(old, lines, path, more=more)
     new_content = content[:position] + new + content[position + len(old) :]
     return Outcome(
         answer=texts.edit_snippet(new_content, content.count("\n", 0, position)),
         writes=[Write(path=path, content=new_content, base=state)],
         changed=[(path, state)],
     )
+
+
+def occurrence_lines(content: str, old: str, first: int, limit: int) -> tuple[list[int], bool]:
+    """The line of each occurrence of ``old`` in ``content`` from ``first`` on, as the
+    memory tool lists them (each next one searched from one character after the last, so
+    overlapping occurrences count), at most ``limit`` of them, and whether there are more.
+
+    One pass: each search starts where the last match was, and the line numbers are
+    counted on from the last match, so the file is read about once whatever the count.
+    """
+    lines: list[int] = []
+    line = 1
+    counted_to = 0
+    position = first
+    while position != -1:
+        if len(lines) == limit:
+            return lines, True
+        line += content.count("\n", counted_to, position)
+        counted_to = position
+        lines.append(line)
+        position = content.find(old, position + 1)
+    return lines, False
 
 
 # --- insert ------------------------------------------------------------------------------
@@ -259,6 +284,8 @@ def rename(reader: Reader, command: Mapping[str, Any]) -> Outcome:
     above = file_above(reader, new_path)
     if above is not None:
         raise texts.under_a_file(new_path, above)
+    # Checked on the sizes of the heads before any content is read.
+    check_change_size(sum(state.size for state in moving.values()), field="old_path")
     contents = reader.contents(list(moving.values()))
     targets = {path: new_path + path[len(old_path) :] for path in moving}
     # What stands (a deletion, or a file of a scope the access does not write in) at the

@@ -1,12 +1,19 @@
 """Memory files: the memory tool's commands over versioned files, and the file services
 around them (list, history, index, put, redact).
 
-Every change runs in one transaction (a savepoint inside the caller's): it reads what the
-access sees, checks the limits and the caller's preconditions, and adds its versions whole
-or not at all. When another writer added a version at a sequence this change meant to
-take, the database refuses it (``IntegrityError``), the savepoint is rolled back and the
-change is made again on what stands, up to ``TRIES`` times; then it is refused with
-``ConcurrentFileChange``. Changes that add paths take the agent's path lock first (see
+A change is made in two steps. First, outside any transaction of its own, it reads what
+the access sees, checks the caller's preconditions, computes the versions to write and
+checks the limits (``files/limits.py``): all the reading and the work on the text, which
+would otherwise hold the database's write lock (SQLite has one for the whole database)
+while every other tenant waits. Then one transaction (a savepoint inside the caller's)
+checks again that every head it read stands at the sequence read and no content it read
+was redacted (``Reader.still_stands``, one query), and adds the versions whole or not at
+all. When something moved in between, or another writer added a version at a sequence
+this change meant to take (the database refuses it: ``IntegrityError``), the change is
+made again on what stands (a caller's precondition then refuses it as a conflict), up to
+``TRIES`` times, the last one read and computed inside the transaction, so that on SQLite
+it cannot lose again; then it is refused with ``ConcurrentFileChange``. Changes that add
+paths take the agent's path lock first in their transaction (see
 ``store.lock_paths_of_agent``), so no two of them can put a file under another file.
 """
 
@@ -16,7 +23,7 @@ import builtins
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -33,6 +40,13 @@ from cogitator_memory.exceptions import (
 from cogitator_memory.files import texts
 from cogitator_memory.files.access import FileAccess
 from cogitator_memory.files.commands import ADDS_PATHS, Outcome, file_above, outcome_of
+from cogitator_memory.files.limits import (
+    MAX_CHANGE_BYTES,
+    MAX_FILE_BYTES,
+    check_change_size,
+    check_file_size,
+    check_text_parameter,
+)
 from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
 from cogitator_memory.files.paths import ROOT, check_not_reserved, normalize
 from cogitator_memory.files.store import (
@@ -50,18 +64,23 @@ from cogitator_memory.jsondata import text_problem
 from cogitator_memory.threads.models import REDACTED_TEXT
 from cogitator_memory.threads.selectors import entry_in_thread
 
+# MAX_FILE_BYTES and MAX_CHANGE_BYTES are defined in files/limits.py; named here too.
 __all__ = ["MAX_CHANGE_BYTES", "MAX_FILE_BYTES", "TRIES", "UNSET", "MemoryFile", "MemoryFiles"]
 
-MAX_FILE_BYTES = 1024 * 1024
-MAX_CHANGE_BYTES = 8 * 1024 * 1024
 # A change made again this many times in a row lost every race: the memory is too busy
 # around its path, and the caller is told to look again.
 TRIES = 3
 # Commands that change a file the caller may have read: they take its sha256 as a
 # precondition.
 PRECONDITIONED = frozenset({"str_replace", "insert", "delete", "rename"})
-
-T = TypeVar("T")
+# The parameter whose text makes the content a command writes (named by a refusal of a
+# file too large).
+CONTENT_PARAMETER = {
+    "create": "file_text",
+    "str_replace": "new_str",
+    "insert": "insert_text",
+    "rename": "old_path",
+}
 
 
 class _Unset:
@@ -124,20 +143,20 @@ class MemoryFiles:
             return outcome.answer
         self._check_writable(access)
 
-        def attempt() -> Outcome:
-            if name in ADDS_PATHS:
-                lock_paths_of_agent(access.scope.agent_id)
-            reader = Reader(access)
+        def compute(reader: Reader) -> Outcome:
             if name in PRECONDITIONED:
                 # Before the command: an edit of a file that changed since it was read
                 # is refused as such, not by what the edit finds in the new text.
                 self._check_read_version(access, reader, command)
             outcome = outcome_of(reader, command)
-            self._check_change(access, outcome, command)
-            write_versions(access, outcome.writes, read=reader)
+            self._check_change(
+                access, outcome, command, field=CONTENT_PARAMETER.get(str(name), "command")
+            )
             return outcome
 
-        outcome = self._with_retries(attempt, _command_path(command))
+        outcome, _ = self._change(
+            access, compute, adds_paths=name in ADDS_PATHS, path=_command_path(command)
+        )
         for write in outcome.writes:
             access.heard(write.path, None if write.content is None else sha256_of(write.content))
         return outcome.answer
@@ -244,10 +263,9 @@ class MemoryFiles:
         problem = text_problem(text) if isinstance(text, str) else "a text is expected."
         if problem:
             raise texts.bad_text("text", problem)
+        check_text_parameter("text", text)
 
-        def attempt() -> FileState:
-            lock_paths_of_agent(access.scope.agent_id)
-            reader = Reader(access)
+        def compute(reader: Reader) -> Outcome:
             state = reader.state(path)
             current = state.sha256 if state is not None and state.exists else None
             if expected_sha256 is not UNSET and expected_sha256 != current:
@@ -255,27 +273,26 @@ class MemoryFiles:
                     path, expected_sha256=expected_sha256, current_sha256=current
                 )
             if current is None:
-                if reader.states(under=[path]) and any(
-                    s.exists for s in reader.states(under=[path]).values()
-                ):
+                if any(s.exists for s in reader.states(under=[path]).values()):
                     raise texts.not_a_file(path)
                 above = file_above(reader, path)
                 if above is not None:
                     raise texts.under_a_file(path, above)
             outcome = Outcome(answer="", writes=[Write(path=path, content=text, base=state)])
-            self._check_change(access, outcome, {}, check_seen=False)
-            version = write_versions(access, outcome.writes, read=reader)[0]
-            return FileState(
-                path=path,
-                scope=target_scope(access.scope, state),
-                version_id=version.pk,
-                sequence=version.sequence,
-                sha256=version.sha256,
-                size=byte_size(text),
-                deleted=False,
-            )
+            self._check_change(access, outcome, {}, field="text", check_seen=False)
+            return outcome
 
-        state = self._with_retries(attempt, path)
+        outcome, versions = self._change(access, compute, adds_paths=True, path=path)
+        version = versions[0]
+        state = FileState(
+            path=path,
+            scope=target_scope(access.scope, outcome.writes[0].base),
+            version_id=version.pk,
+            sequence=version.sequence,
+            sha256=version.sha256,
+            size=byte_size(text),
+            deleted=False,
+        )
         access.heard(path, state.sha256)
         return self._files([state], with_content=True)[0]
 
@@ -347,21 +364,17 @@ class MemoryFiles:
         outcome: Outcome,
         command: Mapping[str, Any],
         *,
+        field: str,
         check_seen: bool = True,
     ) -> None:
-        """Limits and preconditions of a change, checked on what stands in its
-        transaction."""
+        """Limits and preconditions of a change, checked on what it was computed on;
+        ``field`` is the parameter a refusal of a file too large names."""
         check_not_reserved([write.path for write in outcome.writes], access.reserved_canonical)
         total = 0
         for write in outcome.writes:
-            if write.content is None:
-                continue
-            size = byte_size(write.content)
-            if size > MAX_FILE_BYTES:
-                raise texts.file_too_large(write.path, size, MAX_FILE_BYTES)
-            total += size
-        if total > MAX_CHANGE_BYTES:
-            raise texts.change_too_large(total, MAX_CHANGE_BYTES)
+            if write.content is not None:
+                total += check_file_size(write.path, write.content, field=field)
+        check_change_size(total, field=field)
         explicit = command.get("expected_sha256", UNSET)
         main_path = _command_path(command)
         for path, state in outcome.changed:
@@ -398,11 +411,35 @@ class MemoryFiles:
             raise FileVersionConflict(path, expected_sha256=expected, current_sha256=current)
 
     @staticmethod
-    def _with_retries(attempt: Callable[[], T], path: str) -> T:
-        for _try in range(TRIES):
+    def _change(
+        access: FileAccess,
+        compute: Callable[[Reader], Outcome],
+        *,
+        adds_paths: bool,
+        path: str,
+    ) -> tuple[Outcome, builtins.list[MemoryFileVersion]]:
+        """Compute a change on what the access sees and write it (see the module
+        docstring): the outcome and the versions written. Refusals of ``compute`` go
+        through; ``ConcurrentFileChange`` after ``TRIES`` tries lost to other writers."""
+        for attempt in range(TRIES):
             try:
+                if attempt == TRIES - 1:
+                    # The last try reads and computes in the transaction: on SQLite it
+                    # holds the write lock, so no other writer can move what it read.
+                    # The limits keep that work short.
+                    with transaction.atomic():
+                        if adds_paths:
+                            lock_paths_of_agent(access.scope.agent_id)
+                        reader = Reader(access)
+                        outcome = compute(reader)
+                        return outcome, write_versions(access, outcome.writes, read=reader)
+                reader = Reader(access)
+                outcome = compute(reader)
                 with transaction.atomic():
-                    return attempt()
+                    if adds_paths:
+                        lock_paths_of_agent(access.scope.agent_id)
+                    if reader.still_stands():
+                        return outcome, write_versions(access, outcome.writes, read=reader)
             except IntegrityError:
                 continue
         raise ConcurrentFileChange(path)

@@ -6,6 +6,10 @@ version of its path and scope that the branch holds (one query per such path). O
 scopes that hold a path, the narrowest wins, a deletion included: a change stands in
 front of the wider file it changed.
 
+A change is computed on what a ``Reader`` read, outside the write transaction; in it,
+``Reader.still_stands`` checks again, in one query of heads, that nothing it read has
+moved since (see ``services.MemoryFiles``).
+
 Writes add one version per path and move its head, in the caller's transaction. The next
 sequence comes from the head; the unique (scope, path, sequence) constraint refuses a
 second writer at the same sequence, and the head moves only from the sequence read, so a
@@ -16,14 +20,16 @@ on what stands.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import IntegrityError, connections, router
 from django.db.models import Q
 from django.utils import timezone
 
 from cogitator_memory.files.access import FileAccess
+from cogitator_memory.files.limits import byte_size
 from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion, scope_key
 from cogitator_memory.files.paths import is_at_or_under
 from cogitator_memory.files.querysets import on_branch_q, under_q
@@ -34,6 +40,7 @@ __all__ = [
     "FileState",
     "Reader",
     "Write",
+    "byte_size",
     "lock_paths_of_agent",
     "sha256_of",
     "write_versions",
@@ -42,10 +49,6 @@ __all__ = [
 
 def sha256_of(content: str) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
-
-
-def byte_size(content: str) -> int:
-    return len(content.encode("utf-8"))
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,10 @@ class Reader:
         # so a change is computed and checked on one state of each file even where
         # each statement sees the newest commits (READ COMMITTED).
         self._known: dict[str, FileState | None] = {}
+        # Whether two reads saw one head at two sequences (it moved between them), and
+        # the versions whose content was read: what ``still_stands`` checks again.
+        self._moved = False
+        self._contents_read: set[str] = set()
 
     def asked_about(self, path: str) -> bool:
         """Whether a read covered ``path`` (so a missing head there was seen missing)."""
@@ -137,23 +144,13 @@ class Reader:
         if not directories and asked <= self._known.keys():
             return {p: s for p in asked if (s := self._known[p]) is not None}
         exact = sorted(asked)
-        condition = Q(path__in=exact) if exact else Q(pk__in=[])
-        for directory in directories:
-            condition |= under_q(directory)
-        heads = MemoryFileHead.objects.seen_from(self.access.scope)
-        if self.access.grants is not None:
-            heads = heads.visible_to(self.access.grants)
-        rows = heads.filter(condition).values(*_HEAD_FIELDS)
         best: dict[str, FileState] = {}
         off_branch: list[dict] = []
-        for row in rows:
+        for row in self._heads(exact, directories, _HEAD_FIELDS):
             path = row["path"]
-            # LIKE ignores the case of ASCII letters on SQLite.
-            if path not in exact and not any(
-                is_at_or_under(path, d) and path != d for d in directories
-            ):
-                continue
-            self.head_sequences.setdefault((row["scope_key"], path), row["sequence"])
+            seen = self.head_sequences.setdefault((row["scope_key"], path), row["sequence"])
+            if seen != row["sequence"]:
+                self._moved = True
             if not self._on_branch(row["place_thread_id"], row["version__place_id"]):
                 off_branch.append(row)
                 continue
@@ -172,6 +169,47 @@ class Reader:
 
     def state(self, path: str) -> FileState | None:
         return self.states(at=[path]).get(path)
+
+    def _heads(
+        self, exact: Collection[str], directories: Collection[str], fields: Sequence[str]
+    ) -> Iterator[dict[str, Any]]:
+        """The rows (``fields``) of the heads the access sees at the paths of ``exact``
+        and under the directories of ``directories``."""
+        condition = Q(path__in=sorted(exact)) if exact else Q(pk__in=[])
+        for directory in sorted(directories):
+            condition |= under_q(directory)
+        heads = MemoryFileHead.objects.seen_from(self.access.scope)
+        if self.access.grants is not None:
+            heads = heads.visible_to(self.access.grants)
+        for row in heads.filter(condition).values(*fields):
+            path = row["path"]
+            # LIKE ignores the case of ASCII letters on SQLite.
+            if path in exact or any(is_at_or_under(path, d) and path != d for d in directories):
+                yield row
+
+    def still_stands(self) -> bool:
+        """Whether what this reader read still stands: the same heads, at the same
+        sequences, at every path and under every directory it asked about, and no content
+        it read redacted since. Sequences only grow, so an unchanged sequence is an
+        unchanged file. One query for the heads (what a change asked about, not the
+        contents) and one for the redactions."""
+        if self._moved:
+            return False
+        if self._asked_paths or self._asked_directories:
+            now = {
+                (row["scope_key"], row["path"]): row["sequence"]
+                for row in self._heads(
+                    self._asked_paths, self._asked_directories, ("scope_key", "path", "sequence")
+                )
+            }
+            if now != self.head_sequences:
+                return False
+        return not (
+            self._contents_read
+            and MemoryFileVersion.objects.filter(
+                pk__in=sorted(self._contents_read), redaction__isnull=False
+            ).exists()
+        )
 
     @staticmethod
     def _state(row: dict, version_id: str, sha256: str | None) -> FileState:
@@ -210,10 +248,10 @@ class Reader:
 
     # --- contents ------------------------------------------------------------------------
 
-    @staticmethod
-    def contents(states: Sequence[FileState]) -> dict[str, str]:
+    def contents(self, states: Sequence[FileState]) -> dict[str, str]:
         """The content of each (existing) file, by path."""
         ids = {state.version_id: state.path for state in states if state.exists}
+        self._contents_read.update(ids)
         rows = MemoryFileVersion.objects.filter(pk__in=list(ids)).values_list("id", "content")
         return {ids[version_id]: content or "" for version_id, content in rows}
 

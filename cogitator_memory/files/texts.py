@@ -156,10 +156,17 @@ def not_found_verbatim(old_str: str, path: str) -> MemoryFileError:
     )
 
 
-def several_found(old_str: str, line_numbers: Sequence[int], path: str) -> MemoryFileError:
+def several_found(
+    old_str: str, line_numbers: Sequence[int], path: str, *, more: bool = False
+) -> MemoryFileError:
+    """The refusal of an old_str found more than once; ``more`` when ``line_numbers``
+    holds only the first occurrences."""
+    listed = ", ".join(map(str, line_numbers))
+    if more:
+        listed += f" and more (the first {len(line_numbers)} occurrences are listed)"
     return MemoryFileError(
         f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in lines: "
-        f"{', '.join(map(str, line_numbers))}. Please ensure it is unique",
+        f"{listed}. Please ensure it is unique",
         path=path,
     )
 
@@ -169,21 +176,6 @@ def bad_insert_line(insert_line: object, line_count: int, path: str) -> MemoryFi
         f"Invalid `insert_line` parameter: {insert_line}. "
         f"It should be within the range [0, {line_count}].",
         path=path,
-    )
-
-
-def file_too_large(path: str, size: int, limit: int) -> MemoryFileError:
-    return MemoryFileError(
-        f"The file {path} would hold {size} bytes; a memory file holds at most "
-        f"{limit // (1024 * 1024)} MiB ({limit} bytes). Nothing was changed.",
-        path=path,
-    )
-
-
-def change_too_large(size: int, limit: int) -> MemoryFileError:
-    return MemoryFileError(
-        f"This change would write {size} bytes; one change writes at most "
-        f"{limit // (1024 * 1024)} MiB ({limit} bytes). Nothing was changed."
     )
 
 

@@ -113,6 +113,23 @@ def test_the_list_filters_by_path_scope_and_user() -> None:
     assert len(listed_paths(client.get(LIST, {"scope": "user"}))) == 3
 
 
+def test_the_path_filter_reads_a_path_by_the_rule_of_memory_paths() -> None:
+    # given a file written with a composed accent
+    write("/memories/caf\u00e9/menu.md", "espresso")
+    write("/memories/other.md", "x")
+    client = staff()
+    # when
+    decomposed = client.get(LIST, {"path": "/memories/cafe\u0301/"})
+    refused = client.get(LIST, {"path": "/memories/\u202eevil"})
+    # then the same file is found whatever the form, and a path no file can have lists none
+    assert listed_paths(decomposed) == ["/memories/caf\u00e9/menu.md"]
+    assert listed_paths(refused) == []
+    assert [str(m) for m in refused.context["messages"]] == [
+        "Path /memories/\\u202eevil contains a bidirectional control character (U+202E), "
+        "which makes a name read otherwise than it is; memory paths cannot hold one."
+    ]
+
+
 def test_a_grant_of_some_users_shows_only_their_files() -> None:
     # given
     mine = write("/memories/ana.md", "a")

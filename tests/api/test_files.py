@@ -4,16 +4,20 @@ scope, one file, its history, and whole-file writes, within the principal's gran
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection, transaction
 from rest_framework.test import APIClient
 
 from cogitator_memory.files.access import FileAccess
+from cogitator_memory.files.limits import MAX_FILE_BYTES
 from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
 from cogitator_memory.files.services import MemoryFiles
+from cogitator_memory.files.store import lock_paths_of_agent
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.threads import services
 from tests.api.conftest import API, Conversation, assert_error, token_client
@@ -280,7 +284,7 @@ def test_the_path_pattern_the_schema_publishes_is_the_rule_of_memory_paths() -> 
     # given
     import re
 
-    from cogitator_memory.api.serializers.files import PATH_PATTERN
+    from cogitator_memory.api.serializers.files import MAX_PATH_CHARACTERS, PATH_PATTERN
     from cogitator_memory.exceptions import InvalidMemoryPath
     from cogitator_memory.files.paths import normalize
 
@@ -301,6 +305,15 @@ def test_the_path_pattern_the_schema_publishes_is_the_rule_of_memory_paths() -> 
         "/memories/" + "n" * 255,
         "/memories/" + "n" * 256,
         "/memories/a/" + "n" * 256 + "/b",
+        "/memories/a.md ",
+        "/memories/ a.md",
+        "/memories/a\u00a0/b.md",
+        "/memories/my notes.md",
+        "/memories/\u202eevil",
+        "/memories/a\u200e.md",
+        "/memories/cafe\u0301.md",
+        "/memories/" + "n" * 255 + "/" + "m" * 246,
+        "/memories/" + "n" * 255 + "/" + "m" * 247,
     ]
     for path in samples:
         # when
@@ -310,7 +323,8 @@ def test_the_path_pattern_the_schema_publishes_is_the_rule_of_memory_paths() -> 
         except InvalidMemoryPath:
             accepted = False
         # then
-        assert bool(re.search(PATH_PATTERN, path)) is accepted, path
+        matched = bool(re.search(PATH_PATTERN, path)) and len(path) <= MAX_PATH_CHARACTERS
+        assert matched is accepted, path
 
 
 def test_the_history_runs_back_through_renames_and_deletions(client: APIClient) -> None:
@@ -609,3 +623,176 @@ def test_a_place_in_a_thread_of_the_longest_id_is_kept(client: APIClient) -> Non
     assert response.status_code == 200, response.json()
     assert response.json()["is_error"] is False
     assert MemoryFileVersion.objects.get().place_thread_id == thread.pk
+
+
+# --- a busy database ---------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lock_wait_that_runs_out_is_a_503_with_retry_after(
+    client: APIClient, short_lock_waits: None
+) -> None:
+    # given another connection holding the lock the change needs (on SQLite the database's
+    # write lock, on PostgreSQL the agent's path lock) until it is told to let go
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                lock_paths_of_agent("agent-a")
+                holding.set()
+                release.wait(timeout=30)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert holding.wait(timeout=10)
+    tool_input = {"command": "create", "path": NOTES, "file_text": "x"}
+    try:
+        # when
+        response = client.post(COMMAND, {**U1, "input": tool_input}, format="json")
+    finally:
+        release.set()
+        holder.join(timeout=30)
+    # then
+    body = assert_error(response, 503, "database_busy")
+    assert response["Retry-After"] == "1"
+    assert response["Content-Type"] == "application/json"
+    assert body["message"] == (
+        "The memory's database is busy with other writes and nothing was changed; "
+        "try again in a moment."
+    )
+    assert version_count() == 0
+    assert command(client, tool_input)["is_error"] is False
+
+
+# --- limits ------------------------------------------------------------------------------
+
+
+def test_a_whole_file_over_a_mebibyte_is_a_400_naming_the_text(client: APIClient) -> None:
+    # when
+    response = put(client, "x" * (MAX_FILE_BYTES + 1))
+    # then
+    body = assert_error(response, 400, "memory_file_too_large", ["text"])
+    assert body["message"] == (
+        f"Invalid `text` parameter: it holds {MAX_FILE_BYTES + 1} bytes; a memory file holds "
+        f"at most 1 MiB ({MAX_FILE_BYTES} bytes). Nothing was changed."
+    )
+    assert version_count() == 0
+
+
+@pytest.mark.parametrize("parameter", ["file_text", "old_str", "new_str", "insert_text"])
+def test_a_tool_call_with_a_text_no_file_can_hold_is_a_400_naming_it(
+    client: APIClient, parameter: str
+) -> None:
+    # given
+    create(client, NOTES, "a")
+    tool_input = {
+        "command": {"file_text": "create", "insert_text": "insert"}.get(parameter, "str_replace"),
+        "path": NOTES,
+        "insert_line": 0,
+        "old_str": "a",
+        parameter: "é" * (MAX_FILE_BYTES // 2 + 1),
+    }
+    # when
+    response = client.post(COMMAND, {**U1, "input": tool_input}, format="json")
+    # then
+    body = assert_error(response, 400, "memory_file_too_large", [f"input.{parameter}"])
+    assert body["message"].startswith(f"Invalid `{parameter}` parameter: it holds")
+    assert version_count() == 1
+
+
+def test_a_tool_call_that_would_make_a_file_too_large_is_the_tool_s_refusal(
+    client: APIClient,
+) -> None:
+    # given
+    create(client, NOTES, "a" + "x" * (MAX_FILE_BYTES - 1))
+    # when
+    answer = command(
+        client, {"command": "str_replace", "path": NOTES, "old_str": "a", "new_str": "ab"}
+    )
+    # then
+    assert answer == {
+        "text": f"The file {NOTES} would hold {MAX_FILE_BYTES + 1} bytes; a memory file holds "
+        f"at most 1 MiB ({MAX_FILE_BYTES} bytes). Nothing was changed.",
+        "is_error": True,
+    }
+    assert version_count() == 1
+
+
+# --- one rule of paths -------------------------------------------------------------------
+
+LONGEST = "/memories/" + "n" * 255 + "/" + "m" * 246  # 512 characters
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        (
+            LONGEST + "m",
+            f"Path {(LONGEST + 'm')[:300]}… is longer than 512 characters; use a shorter path.",
+        ),
+        (
+            "/memories/a.md ",
+            'Path /memories/a.md  has a name that begins or ends with a space ("a.md "); '
+            "remove the space.",
+        ),
+        (
+            "/memories/\u202edm.live",
+            "Path /memories/\\u202edm.live contains a bidirectional control character "
+            "(U+202E), which makes a name read otherwise than it is; memory paths cannot hold "
+            "one.",
+        ),
+    ],
+    ids=["513-characters", "trailing-space", "bidi-override"],
+)
+def test_a_path_the_tool_refuses_the_api_refuses_too(
+    client: APIClient, path: str, message: str
+) -> None:
+    # when
+    answer = command(client, {"command": "create", "path": path, "file_text": "x"})
+    put_response = put(client, "x", path=path)
+    read_response = client.get(CONTENT, {**U1, "path": path})
+    # then
+    assert answer == {"text": message, "is_error": True}
+    assert_error(put_response, 400, "invalid", ["path"])
+    assert_error(read_response, 400, "invalid", ["path"])
+    assert version_count() == 0
+
+
+def test_a_path_the_tool_accepts_the_api_accepts_too(client: APIClient) -> None:
+    # when
+    create(client, LONGEST, "by the tool")
+    response = client.get(CONTENT, {**U1, "path": LONGEST})
+    written = put(client, "by the API", path=LONGEST)
+    # then
+    assert response.status_code == 200, response.json()
+    assert response.json()["content"] == "by the tool"
+    assert written.status_code == 200, written.json()
+    assert command(client, {"command": "view", "path": LONGEST})["text"].endswith("by the API")
+
+
+def test_a_name_in_either_unicode_form_is_one_file_in_the_tool_and_the_api(
+    client: APIClient,
+) -> None:
+    # given a file the tool wrote with a combining accent
+    created = command(
+        client, {"command": "create", "path": "/memories/cafe\u0301.md", "file_text": "espresso"}
+    )
+    assert created == {
+        "text": "File created successfully at: /memories/caf\u00e9.md",
+        "is_error": False,
+    }
+    # when the API names it with the composed letter
+    response = client.get(CONTENT, {**U1, "path": "/memories/caf\u00e9.md"})
+    written = put(client, "ristretto", path="/memories/cafe\u0301.md")
+    # then
+    assert response.status_code == 200, response.json()
+    assert (response.json()["path"], response.json()["content"]) == (
+        "/memories/caf\u00e9.md",
+        "espresso",
+    )
+    assert written.json()["path"] == "/memories/caf\u00e9.md"
+    listed = client.get(FILES, U1).json()["results"]
+    assert [(f["path"], f["version"]) for f in listed] == [("/memories/caf\u00e9.md", 2)]

@@ -13,14 +13,20 @@ import multiprocessing
 import queue
 import re
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.db import IntegrityError
+from django.db import IntegrityError, connection
 
-from cogitator_memory.exceptions import ConcurrentFileChange, FileVersionConflict
-from cogitator_memory.files import store
+from cogitator_memory.exceptions import (
+    ConcurrentFileChange,
+    FileVersionConflict,
+    MemoryFileError,
+)
+from cogitator_memory.files import services, store
 from cogitator_memory.files.access import FileAccess, SeenVersions
+from cogitator_memory.files.commands import outcome_of
 from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
 from cogitator_memory.files.services import TRIES, MemoryFiles
 from cogitator_memory.grants import MemoryScope
@@ -261,3 +267,164 @@ def test_a_change_that_loses_every_race_is_refused_and_leaves_nothing(
     assert files.handle_tool_call(
         access, {"command": "delete", "path": "/memories/a.md"}
     ).startswith("Another writer changed the memory around /memories/a.md")
+
+
+# --- a change is computed before its write transaction --------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_other_tenants_write_while_a_command_is_computed(
+    monkeypatch: pytest.MonkeyPatch, short_lock_waits: None
+) -> None:
+    # given a file, and a command whose work lets another tenant write meanwhile
+    files = MemoryFiles()
+    files.run(
+        FileAccess(scope=ANA),
+        {"command": "create", "path": "/memories/a.md", "file_text": "one\ntwo\n"},
+    )
+    in_transaction: list[bool] = []
+
+    def computed_while_another_tenant_writes(reader: Any, command: Any) -> Any:
+        if command["command"] != "str_replace":  # the other tenant's
+            return outcome_of(reader, command)
+        in_transaction.append(connection.in_atomic_block)
+        other = FileAccess(scope=MemoryScope("travel-desk"))
+        race(
+            lambda _: files.run(
+                other, {"command": "create", "path": "/memories/b.md", "file_text": "b"}
+            ),
+            1,
+        )
+        return outcome_of(reader, command)
+
+    monkeypatch.setattr(services, "outcome_of", computed_while_another_tenant_writes)
+    # when
+    files.run(
+        FileAccess(scope=ANA),
+        {"command": "str_replace", "path": "/memories/a.md", "old_str": "two", "new_str": "2"},
+    )
+    # then the work ran outside any transaction, the other tenant's write was not held up
+    assert in_transaction == [False]
+    assert MemoryFileHead.objects.filter(agent_id="travel-desk", path="/memories/b.md").exists()
+    final = files.read(FileAccess(scope=ANA), "/memories/a.md")
+    assert final is not None and final.content == "one\n2\n"
+
+
+def interfering_once(
+    monkeypatch: pytest.MonkeyPatch, interfere: Callable[[], None]
+) -> dict[str, int]:
+    """Make the next command's first computation run ``interfere`` once it is computed
+    (another writer getting in between the work and the write); returns the count of
+    computations."""
+    calls = {"computed": 0}
+
+    def computed(reader: Any, command: Any) -> Any:
+        outcome = outcome_of(reader, command)
+        calls["computed"] += 1
+        if calls["computed"] == 1:
+            interfere()
+        return outcome
+
+    monkeypatch.setattr(services, "outcome_of", computed)
+    return calls
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_change_whose_file_moved_meanwhile_is_made_again_on_what_stands(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # given
+    files = MemoryFiles()
+    access = FileAccess(scope=ANA)
+    files.run(access, {"command": "create", "path": "/memories/log.md", "file_text": "a\n"})
+    calls = interfering_once(
+        monkeypatch,
+        lambda: MemoryFiles().put(access, "/memories/log.md", "a\nfrom the other writer\n"),
+    )
+    # when
+    files.run(
+        access,
+        {"command": "insert", "path": "/memories/log.md", "insert_line": 0, "insert_text": "z"},
+    )
+    # then
+    final = files.read(access, "/memories/log.md")
+    assert final is not None
+    assert final.content == "z\na\nfrom the other writer\n"
+    assert calls["computed"] == 2  # made again on what the other writer left
+    assert_one_chain_of_versions("/memories/log.md")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_edit_of_a_file_that_changed_meanwhile_is_a_conflict(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # given a caller that read the file
+    files = MemoryFiles()
+    reader = FileAccess(scope=ANA, seen=SeenVersions())
+    files.run(reader, {"command": "create", "path": "/memories/a.md", "file_text": "count: 1\n"})
+    files.run(reader, {"command": "view", "path": "/memories/a.md"})
+    interfering_once(
+        monkeypatch,
+        lambda: MemoryFiles().put(FileAccess(scope=ANA), "/memories/a.md", "count: 5\n"),
+    )
+    # when
+    with pytest.raises(FileVersionConflict) as refused:
+        files.run(
+            reader,
+            {
+                "command": "str_replace",
+                "path": "/memories/a.md",
+                "old_str": "count: 1",
+                "new_str": "count: 2",
+            },
+        )
+    # then
+    assert refused.value.message == (
+        "The file /memories/a.md has changed since you last read it. View it again and try again."
+    )
+    final = files.read(reader, "/memories/a.md")
+    assert final is not None and final.content == "count: 5\n"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_change_made_on_a_content_redacted_meanwhile_is_made_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # given
+    files = MemoryFiles()
+    access = FileAccess(scope=ANA)
+    files.run(
+        access, {"command": "create", "path": "/memories/a.md", "file_text": "the code is 1234\n"}
+    )
+    interfering_once(monkeypatch, lambda: MemoryFiles().redact(access, ["/memories/a.md"]))
+    # when
+    files.run(
+        access,
+        {"command": "insert", "path": "/memories/a.md", "insert_line": 1, "insert_text": "more"},
+    )
+    # then the redacted text is not written back
+    assert not MemoryFileVersion.objects.filter(content__contains="1234").exists()
+    final = files.read(access, "/memories/a.md")
+    assert final is not None and final.content == "[redacted]\nmore\n"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_file_created_meanwhile_where_a_directory_was_read_refuses_the_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # given
+    files = MemoryFiles()
+    access = FileAccess(scope=ANA)
+    interfering_once(
+        monkeypatch, lambda: MemoryFiles().put(access, "/memories/people", "a file now")
+    )
+    # when
+    with pytest.raises(MemoryFileError) as refused:
+        files.run(
+            access, {"command": "create", "path": "/memories/people/ana.md", "file_text": "Ana"}
+        )
+    # then
+    assert refused.value.message == (
+        "Cannot write /memories/people/ana.md: /memories/people is a file, not a directory."
+    )
+    assert [f.path for f in files.list(access)] == ["/memories/people"]

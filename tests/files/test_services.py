@@ -4,8 +4,11 @@ the limits of a change."""
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from cogitator_memory.exceptions import (
     EntryNotInThread,
@@ -14,6 +17,7 @@ from cogitator_memory.exceptions import (
     MemoryFileError,
     MemoryFileReadOnly,
     MemoryFileReserved,
+    MemoryFileTooLarge,
     NoGrant,
 )
 from cogitator_memory.files.access import FileAccess, Place, SeenVersions
@@ -328,6 +332,92 @@ def test_a_file_holds_at_most_one_mebibyte_and_a_change_eight() -> None:
             access, {"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"}
         )
     assert not MemoryFileHead.objects.filter(path__startswith="/memories/e").exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "field"),
+    [
+        ({"command": "create", "path": "/memories/a.md", "file_text": "é" * 600_000}, "file_text"),
+        (
+            {"command": "str_replace", "path": "/memories/a.md", "old_str": "x" * (2**20 + 1)},
+            "old_str",
+        ),
+        (
+            {
+                "command": "str_replace",
+                "path": "/memories/a.md",
+                "old_str": "a",
+                "new_str": "x" * (2**20 + 1),
+            },
+            "new_str",
+        ),
+        (
+            {
+                "command": "insert",
+                "path": "/memories/a.md",
+                "insert_line": 0,
+                "insert_text": "\U0001f600" * 300_000,
+            },
+            "insert_text",
+        ),
+    ],
+    ids=lambda value: value if isinstance(value, str) else value["command"],
+)
+def test_a_text_parameter_longer_than_a_file_is_refused_before_anything_is_read(
+    command: dict[str, object], field: str, django_assert_num_queries: Any
+) -> None:
+    # given
+    files = MemoryFiles()
+    access = FileAccess(scope=ANA)
+    # when
+    with django_assert_num_queries(0), pytest.raises(MemoryFileTooLarge) as refused:
+        files.run(access, command)
+    # then it is an invalid input naming the parameter, and a refusal the model reads
+    assert isinstance(refused.value, InvalidInput)
+    assert isinstance(refused.value, MemoryFileError)
+    assert refused.value.errors == {field: [refused.value.message]}
+    assert refused.value.limit == MAX_FILE_BYTES and refused.value.size > MAX_FILE_BYTES
+    assert refused.value.message == (
+        f"Invalid `{field}` parameter: it holds {refused.value.size} bytes; a memory file "
+        f"holds at most 1 MiB ({MAX_FILE_BYTES} bytes). Nothing was changed."
+    )
+    answer = files.answer_tool_call(access, command)
+    assert (answer.text, answer.is_error) == (refused.value.message, True)
+
+
+def test_a_change_that_would_make_a_file_too_large_names_the_parameter_and_file() -> None:
+    # given
+    files = MemoryFiles()
+    access = FileAccess(scope=ANA)
+    create(files, access, "/memories/a.md", "a" + "x" * (MAX_FILE_BYTES - 1))
+    # when
+    with pytest.raises(MemoryFileTooLarge) as refused:
+        files.run(
+            access,
+            {"command": "str_replace", "path": "/memories/a.md", "old_str": "a", "new_str": "ab"},
+        )
+    # then
+    assert refused.value.errors == {"new_str": [refused.value.message]}
+    assert refused.value.message == (
+        f"The file /memories/a.md would hold {MAX_FILE_BYTES + 1} bytes; a memory file holds "
+        f"at most 1 MiB ({MAX_FILE_BYTES} bytes). Nothing was changed."
+    )
+    assert MemoryFileVersion.objects.count() == 1
+
+
+def test_a_rename_too_large_is_refused_before_the_contents_are_read() -> None:
+    # given nine files of 1 MiB in a directory
+    files = MemoryFiles()
+    access = FileAccess(scope=ANA)
+    for number in range(9):
+        create(files, access, f"/memories/d/{number}.md", "x" * MAX_FILE_BYTES)
+    # when
+    with CaptureQueriesContext(connection) as queries, pytest.raises(MemoryFileTooLarge):
+        files.run(
+            access, {"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"}
+        )
+    # then no content was read
+    assert not any("content" in query["sql"] for query in queries.captured_queries)
 
 
 # --- redaction ---------------------------------------------------------------------------

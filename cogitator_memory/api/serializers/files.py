@@ -16,27 +16,17 @@ from cogitator_memory.api.serializers.items import SCOPE_ID_MESSAGE
 from cogitator_memory.api.serializers.threads import ENTRY_ID_MAX_LENGTH
 from cogitator_memory.exceptions import InvalidMemoryPath
 from cogitator_memory.files.models import Author, MemoryFileVersion
-from cogitator_memory.files.paths import MAX_NAME_LENGTH, ROOT, normalize
+from cogitator_memory.files.paths import (
+    MAX_PATH_CHARACTERS,
+    PATH_MESSAGE,
+    PATH_PATTERN,
+    ROOT,
+    normalize,
+)
 from cogitator_memory.files.services import MemoryFile
 from cogitator_memory.grants import MAX_SCOPE_ID_LENGTH, SCOPE_FIELDS, MemoryScope
 from cogitator_memory.jsondata import json_problem
 
-# A memory path: /memories or a path under it, with no control character, no name that
-# climbs (..) and no name longer than 255 characters; what ``files.paths.normalize``
-# takes, spelled as a pattern the schema publishes (``[\s\S]`` rather than ``.``, which
-# stops at line breaks in ECMA 262).
-_CONTROL = r"\x00-\x1f\x7f-\x9f"
-PATH_PATTERN = (
-    rf"^{ROOT}(?![\s\S]*/\.\.(?:/|\Z))(?![\s\S]*[^/]{{{MAX_NAME_LENGTH + 1}}})"
-    rf"(?:/[^{_CONTROL}]*)?\Z"
-)
-# Characters, not bytes: a path of at most 512 characters is within the 2048 bytes
-# (UTF-8) a path may take, whatever its characters.
-MAX_PATH_CHARACTERS = 512
-PATH_MESSAGE = (
-    "A path under /memories (or /memories itself) of at most 512 characters: no control "
-    "characters, no .. and no name longer than 255 characters."
-)
 SHA256_PATTERN = r"^[0-9a-f]{64}\Z"
 SHA256_MESSAGE = "A sha256 is 64 lowercase hexadecimal digits."
 COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
@@ -53,6 +43,9 @@ def scope_id_field(help_text: str, *, required: bool = False) -> StrictCharField
 
 
 def path_field(help_text: str, **kwargs: Any) -> StrictCharField:
+    """A memory path by the one rule of ``files.paths``: its length and pattern, which the
+    schema publishes, here; ``normalize`` (in ``validate_<field>``) gives the canonical
+    form and refuses what a pattern cannot say."""
     return StrictCharField(
         max_length=MAX_PATH_CHARACTERS,
         pattern=PATH_PATTERN,
@@ -83,7 +76,7 @@ class FileScopeSerializer(serializers.Serializer):
     def validate_path(self, value: str) -> str:
         try:
             return normalize(value)
-        except InvalidMemoryPath as refusal:  # the pattern lets nothing through it refuses
+        except InvalidMemoryPath as refusal:  # only a path NFC makes too long gets here
             raise serializers.ValidationError(refusal.message) from refusal
 
     def memory_scope(self) -> MemoryScope:

@@ -43,6 +43,7 @@ from cogitator_memory.exceptions import (
     NoGrant,
 )
 from cogitator_memory.files.access import FileAccess, Place
+from cogitator_memory.files.limits import check_text_parameters
 from cogitator_memory.files.models import Author
 from cogitator_memory.files.services import UNSET, MemoryFiles
 from cogitator_memory.grants import MemoryScope
@@ -66,7 +67,13 @@ ERROR_409_PUT = OpenApiResponse(
     ErrorSerializer,
     description="The file stands otherwise than expected_sha256 says, or other writers "
     "kept changing it (memory_file_conflict); the memory refuses the write: a directory "
-    "there, a file above it, a file over 1 MiB (memory_file_refused).",
+    "there, a file above it (memory_file_refused).",
+)
+ERROR_400_TOO_LARGE = OpenApiResponse(
+    ErrorSerializer,
+    description="Invalid input; errors per field. A text over 1 MiB (UTF-8), which no file "
+    "can hold, is memory_file_too_large, naming the field (text; for a tool call "
+    "input.file_text, input.old_str, input.new_str or input.insert_text).",
 )
 
 
@@ -175,7 +182,7 @@ class FileListView(FileAPIView):
         request=FilePutSerializer,
         responses={
             200: MemoryFileSerializer,
-            400: ERROR_400,
+            400: ERROR_400_TOO_LARGE,
             404: ERROR_404_PLACE,
             409: ERROR_409_PUT,
             **COMMON_ERRORS,
@@ -264,13 +271,15 @@ class FileHistoryView(FileAPIView):
         "`input` is the tool call's input as Claude sent it. The answer is the tool "
         "result to pass back to the model: its text and whether it is an error (a refused "
         "command, a file changed since `expected_sha256`, changes nothing and is answered "
-        "200 with is_error true, in the words of Anthropic's memory tool). "
-        f"{_SCOPE_DESCRIPTION} A scope your grants do not reach is refused (403), whatever "
-        "the command.",
+        "200 with is_error true, in the words of Anthropic's memory tool; so is a change "
+        "that would make a file over 1 MiB). A text parameter over 1 MiB, which no file can "
+        "hold, is refused as invalid input (400 memory_file_too_large) before anything is "
+        f"read. {_SCOPE_DESCRIPTION} A scope your grants do not reach is refused (403), "
+        "whatever the command.",
         request=FileCommandSerializer,
         responses={
             200: ToolAnswerSerializer,
-            400: ERROR_400,
+            400: ERROR_400_TOO_LARGE,
             404: ERROR_404_PLACE,
             **COMMON_ERRORS,
             403: ERROR_403_SCOPE,
@@ -285,6 +294,9 @@ class FileCommandView(FileAPIView):
         data: dict[str, Any] = params.validated_data
         self.require_grant(params.memory_scope())
         command = dict(data["input"])
+        # A text no file can hold is refused as the request's fault (400), before anything
+        # is read; what the command finds on what stands is the tool's answer (200).
+        check_text_parameters(command, prefix="input.")
         if "expected_sha256" in data:
             command["expected_sha256"] = data["expected_sha256"]
         answer = MemoryFiles().answer_tool_call(self.access(params), command)
