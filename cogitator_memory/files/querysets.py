@@ -50,10 +50,15 @@ def _vendor() -> str:
 
 class FileVersionQuerySet(ScopedQuerySet["MemoryFileVersion"]):
     def of_scope_key(self, key: str) -> FileVersionQuerySet:
+        """Versions of one exact scope (its ``scope_key``)."""
         return self.filter(scope_key=key)
 
 
 class FileHeadQuerySet(ScopedQuerySet["MemoryFileHead"]):
+    def of_scope_key(self, key: str) -> FileHeadQuerySet:
+        """Heads of one exact scope (its ``scope_key``)."""
+        return self.filter(scope_key=key)
+
     def at_or_under(self, path: str) -> FileHeadQuerySet:
         """Heads of ``path`` itself and of every path under it."""
         if path == "/memories":

@@ -233,7 +233,7 @@ class MemoryFiles:
                 # One query per path and scope the file lived at, not one per version.
                 versions.update(
                     (version.pk, version)
-                    for version in read.filter(scope_key=anchor.scope_key, path=anchor.path)
+                    for version in read.of_scope_key(anchor.scope_key).filter(path=anchor.path)
                 )
                 versions[anchor.pk] = anchor
             version = versions[next_id]

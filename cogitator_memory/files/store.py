@@ -234,7 +234,8 @@ class Reader:
         place = self.access.place
         assert place is not None
         version = (
-            MemoryFileVersion.objects.filter(scope_key=key, path=path)
+            MemoryFileVersion.objects.of_scope_key(key)
+            .filter(path=path)
             .filter(on_branch_q(place.thread_id, self.branch()))
             .order_by("-sequence")
             .values(*SCOPE_FIELDS, "path", "sequence", "id", "sha256", "content")
@@ -317,7 +318,8 @@ def write_versions(
         scope = target_scope(access.scope, write.base)
         key = scope_key(**scope.as_fields())
         head = (
-            MemoryFileHead.objects.filter(scope_key=key, path=write.path)
+            MemoryFileHead.objects.of_scope_key(key)
+            .filter(path=write.path)
             .values("pk", "sequence")
             .first()
         )
