@@ -12,6 +12,9 @@ from cogitator_memory.grants import ScopedQuerySet
 if TYPE_CHECKING:
     from cogitator_memory.items.models import Entity, Evidence, MemoryItem  # noqa: F401
 
+# The ``stale_because.reason`` of an item a reviewer rejected (its ``note`` says why).
+REJECTED = "rejected"
+
 
 class ItemQuerySet(ScopedQuerySet["MemoryItem"]):
     def of_slot(self, subject_id: str, attribute: str) -> ItemQuerySet:
@@ -20,6 +23,10 @@ class ItemQuerySet(ScopedQuerySet["MemoryItem"]):
 
     def with_statuses(self, statuses: list[str]) -> ItemQuerySet:
         return self.filter(status__in=statuses)
+
+    def rejected(self) -> ItemQuerySet:
+        """Items a reviewer rejected: stale, because ``rejected``."""
+        return self.filter(status="stale", stale_because__reason=REJECTED)
 
     def valid_at(self, moment: datetime) -> ItemQuerySet:
         """Items that held in the world at ``moment`` (valid_to exclusive)."""

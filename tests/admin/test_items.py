@@ -102,7 +102,7 @@ def test_activate_from_the_list_is_logged() -> None:
     assert statuses() == {"Lisbon": ItemStatus.ACTIVE, "aisle": ItemStatus.ACTIVE}
     logged = LogEntry.objects.filter(object_id__in=[first.pk, second.pk])
     assert logged.count() == 2
-    assert {entry.get_change_message() for entry in logged} == {"activated"}
+    assert {entry.get_change_message() for entry in logged} == {"activated (admin)"}
 
 
 def test_a_list_action_changes_every_selected_item_or_none() -> None:
@@ -180,7 +180,7 @@ def test_the_page_shows_each_quote_marked_inside_its_entry_with_a_link(said) -> 
     html = reviewer(*ALL).get(page_of(item)).content.decode()
     assert "Hi!   I <mark>moved to Lisbon\nlast May</mark>. &lt;b&gt;bold&lt;/b&gt;" in html
     thread_page = reverse("admin:cogitator_memory_thread_change", args=[quote(said.thread_id)])
-    assert f"{thread_page}#entry-{said.pk}" in html
+    assert f"{thread_page}?highlight={said.pk}#entry-{said.pk}" in html
     assert "The quote holds in its entry." in html
 
 
