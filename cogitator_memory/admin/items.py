@@ -76,12 +76,12 @@ def highlighted(text: str, quote_text: str) -> SafeString:
 
 
 def said_by(evidence: Evidence) -> str:
-    """Who said the quoted entry: its role, and its name when it has one."""
+    """Who said the quoted entry: its name with its role ("Ana (user)"), or its role."""
     entry = evidence.entry
     if entry is None:
         return gettext("the entry is gone")
-    who = entry.get_role_display() if entry.role else entry.get_type_display()
-    return f"{who} ({entry.name})" if entry.name else str(who)
+    role = entry.get_role_display() if entry.role else entry.get_type_display()
+    return f"{entry.name} ({role})" if entry.name else str(role)
 
 
 @dataclass(frozen=True)
@@ -145,17 +145,9 @@ class StatusFilter(admin.SimpleListFilter):
 # Read-only by hand: items change by review (the actions below), never by editing.
 @admin.register(MemoryItem)
 class MemoryItemAdmin(ReviewAdmin, GrantScopedAdmin, ReadOnlyAdmin, LargeTableAdmin):
-    list_display = (
-        "short_value",
-        "slot",
-        "quotes",
-        "kind",
-        "trust",
-        "status",
-        "confidence",
-        "owner",
-        "recorded_at",
-    )
+    # Few, wrapping columns: the list fits a 1400 px window beside the navigation and the
+    # filters.
+    list_display = ("item", "quotes", "kind_trust_confidence", "status", "recorded_at")
     list_filter = (VisibleAgentFilter, StatusFilter, "kind", "trust", "recorded_at")
     search_fields = ("value", "attribute", "user_id")
     ordering = ("-recorded_at", "-id")
@@ -256,31 +248,42 @@ class MemoryItemAdmin(ReviewAdmin, GrantScopedAdmin, ReadOnlyAdmin, LargeTableAd
         queryset: QuerySet[MemoryItem] = super().get_queryset(request)
         return queryset.prefetch_related(Prefetch("evidence", queryset=evidence))
 
-    @admin.display(description=_("value"), ordering="value")
-    def short_value(self, obj: MemoryItem) -> str:
-        return Truncator(obj.value).chars(80)
+    @admin.display(description=_("item"))
+    def item(self, obj: MemoryItem) -> SafeString:
+        whose = f"{obj.agent_id} / {obj.user_id}" if obj.user_id else obj.agent_id
+        return format_html(
+            '<span class="cm-item-cell__value">{}</span>'
+            '<span class="cm-item-cell__slot">{} · {}</span>'
+            '<span class="cm-item-cell__whose">{}</span>',
+            Truncator(obj.value).chars(80),
+            obj.subject.name,
+            obj.attribute,
+            whose,
+        )
 
-    @admin.display(description=_("subject · attribute"))
-    def slot(self, obj: MemoryItem) -> str:
-        return f"{obj.subject.name} · {obj.attribute}"
+    @admin.display(description=_("kind, trust"))
+    def kind_trust_confidence(self, obj: MemoryItem) -> str:
+        return f"{obj.get_kind_display()} · {obj.get_trust_display()} · {obj.confidence:.2f}"
 
-    @admin.display(description=_("grants"))
-    def owner(self, obj: MemoryItem) -> str:
-        return f"{obj.agent_id} / {obj.user_id}" if obj.user_id else obj.agent_id
-
-    @admin.display(description=_("quotes: who said it, when"))
+    @admin.display(description=_("quotes"))
     def quotes(self, obj: MemoryItem) -> SafeString:
         shown = list(obj.evidence.all())
         if not shown:
             return format_html('<span class="cm-quote-cell__none">{}</span>', gettext("none"))
         rows = format_html_join(
             "",
-            '<li class="cm-quote-cell{}"><q>{}</q> <span class="cm-quote-cell__who">'
+            '<li class="cm-quote-cell{}"><q>{}</q>{} <span class="cm-quote-cell__who">'
             "— {}{}</span></li>",
             (
                 (
                     "" if evidence.verified else " cm-quote-cell--fails",
                     Truncator(" ".join(evidence.quote.split())).chars(QUOTE_CHARS),
+                    ""
+                    if evidence.verified
+                    else format_html(
+                        ' <span class="cm-quote-cell__verdict">{}</span>',
+                        gettext("(not in its entry)"),
+                    ),
                     said_by(evidence),
                     ""
                     if evidence.entry is None
@@ -296,6 +299,16 @@ class MemoryItemAdmin(ReviewAdmin, GrantScopedAdmin, ReadOnlyAdmin, LargeTableAd
                 gettext("and %(count)d more") % {"count": more},
             )
         return format_html('<ul class="cm-quote-cells">{}</ul>', rows)
+
+    def get_fieldsets(self, request: HttpRequest, obj: MemoryItem | None = None) -> Any:
+        """The fieldsets; "why stale" only on the page of a stale item."""
+        fieldsets: Any = super().get_fieldsets(request, obj)
+        if obj is not None and obj.status == ItemStatus.STALE:
+            return fieldsets
+        return [
+            (name, {**options, "fields": [f for f in options["fields"] if f != "why_stale"]})
+            for name, options in fieldsets
+        ]
 
     @admin.display(description=_("why stale"))
     def why_stale(self, obj: MemoryItem) -> str:

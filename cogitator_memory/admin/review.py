@@ -72,13 +72,19 @@ class ReviewAdmin(admin.ModelAdmin):
             return False
         opts = self.opts
         noun = opts.verbose_name if len(done) == 1 else opts.verbose_name_plural
-        said = f"{decision.done}: {reason.strip()}" if decision.takes_reason else decision.done
-        self.message_user(
-            request,
-            gettext("%(count)d %(noun)s %(done)s.")
-            % {"count": len(done), "noun": noun, "done": said},
-            messages.SUCCESS,
-        )
+        said = gettext("%(count)d %(noun)s %(done)s") % {
+            "count": len(done),
+            "noun": noun,
+            "done": decision.done,
+        }
+        if decision.takes_reason:
+            said = gettext("%(said)s, because: %(reason)s") % {
+                "said": said,
+                "reason": decision.clean_reason(reason),
+            }
+        else:
+            said += "."
+        self.message_user(request, said, messages.SUCCESS)
         return True
 
     def chosen_ids(self, request: HttpRequest, queryset: QuerySet[Any]) -> list[str]:
