@@ -155,7 +155,7 @@ def fits_the_window(page: Page) -> None:
         """() => [...document.querySelectorAll('body *')]
             .filter(node => ['auto', 'scroll'].includes(getComputedStyle(node).overflowX))
             .filter(node => node.scrollWidth > node.clientWidth + 1)
-            .map(node => `${node.id || node.className}: ${node.scrollWidth}px in ${node.clientWidth}px`)"""
+            .map(node => `${node.className}: ${node.scrollWidth}px in ${node.clientWidth}px`)"""
     )
     assert not scrolling, scrolling
 
