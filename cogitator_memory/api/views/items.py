@@ -164,7 +164,8 @@ class ItemHistoryView(ItemAPIView):
 class ReviewView(ItemAPIView):
     """One review decision on one item, an adapter of its action (``items.review``)."""
 
-    action: type[ItemReview]
+    # Not "action", which drf-spectacular reads as a viewset's action name.
+    decision: type[ItemReview]
     serializer_class = ItemSerializer
 
     def reason(self, request: Request) -> str:
@@ -172,7 +173,7 @@ class ReviewView(ItemAPIView):
 
     def post(self, request: Request, item_id: str) -> Response:
         key = request.auth if isinstance(request.auth, APIKey) else None
-        review = self.action(request.user, grants=self.grants, via=Via.API, api_key=key)
+        review = self.decision(request.user, grants=self.grants, via=Via.API, api_key=key)
         review.authorize([item_id])  # 404, then 403, before the body is read
         [item] = review.execute([item_id], reason=self.reason(request))
         return Response(ItemSerializer(item).data)
@@ -198,12 +199,12 @@ def review_schema(operation: str, summary: str, request: Any = None) -> Any:
 
 @review_schema("memory_items_activate", f"Activate a {' or '.join(ActivateItems.statuses)} item")
 class ItemActivateView(ReviewView):
-    action = ActivateItems
+    decision = ActivateItems
 
 
 @review_schema("memory_items_reject", "Reject an item, with the reason", RejectSerializer)
 class ItemRejectView(ReviewView):
-    action = RejectItems
+    decision = RejectItems
 
     def reason(self, request: Request) -> str:
         payload = RejectSerializer(data=request.data)
@@ -213,4 +214,4 @@ class ItemRejectView(ReviewView):
 
 @review_schema("memory_items_let_go", "Let an item go")
 class ItemLetGoView(ReviewView):
-    action = LetGoItems
+    decision = LetGoItems
