@@ -93,16 +93,20 @@ class ReviewAction(Generic[M]):
 
     # --- who may decide ------------------------------------------------------------------
 
-    def user_has_permission(self) -> bool:
-        """Whether the user is an active person holding the decision's permission (an
+    @classmethod
+    def holds_permission(cls, user: Any) -> bool:
+        """Whether ``user`` is an active person holding the decision's permission (an
         active superuser holds every one)."""
-        user = self.user
         return bool(
             user is not None
             and getattr(user, "is_authenticated", False)
             and getattr(user, "is_active", False)
-            and user.has_perm(self.permission)
+            and user.has_perm(cls.permission)
         )
+
+    def user_has_permission(self) -> bool:
+        """Whether the action's user holds the decision's permission."""
+        return self.holds_permission(self.user)
 
     def check(self) -> None:
         """Raise ``ReviewRefused`` unless the caller may make the decision: never an API
@@ -180,13 +184,14 @@ class ReviewAction(Generic[M]):
     def refuse_unless_applicable(self, rows: Sequence[M]) -> None:
         """Raise ``not_reviewable`` naming every row whose status does not take the
         decision."""
-        refused = {
-            str(row.pk): str(getattr(row, self.status_field))
-            for row in rows
-            if not self.applies_to(row)
-        }
+        refused = [row for row in rows if not self.applies_to(row)]
         if refused:
-            raise self.not_reviewable(refused, self.label(), self.statuses)
+            raise self.refusal(refused)
+
+    def refusal(self, rows: Sequence[M]) -> NotReviewable:
+        """The ``not_reviewable`` error naming these rows and their statuses."""
+        statuses = {str(row.pk): str(getattr(row, self.status_field)) for row in rows}
+        return self.not_reviewable(statuses, self.label(), self.statuses)
 
     # --- the decision ------------------------------------------------------------------
 
@@ -214,9 +219,7 @@ class ReviewAction(Generic[M]):
             if changed != set(wanted):
                 # Another change came between the read above and the transition's lock;
                 # raising here rolls back the rows this one changed.
-                late = self.rows(row_id for row_id in wanted if row_id not in changed)
-                refused = {str(row.pk): str(getattr(row, self.status_field)) for row in late}
-                raise self.not_reviewable(refused, self.label(), self.statuses)
+                raise self.refusal(self.rows(i for i in wanted if i not in changed))
             done = self.rows(wanted)
             self.log(done, note)
         return done

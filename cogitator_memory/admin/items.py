@@ -15,6 +15,7 @@ wrote is escaped. Items are changed by review only: the page has nothing to save
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,7 @@ from django.utils.html import conditional_escape, format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
+from django.utils.timezone import localtime
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
@@ -287,7 +289,7 @@ class MemoryItemAdmin(ReviewAdmin, GrantScopedAdmin, ReadOnlyAdmin, LargeTableAd
                     said_by(evidence),
                     ""
                     if evidence.entry is None
-                    else f", {evidence.entry.created_at:%Y-%m-%d %H:%M}",
+                    else f", {localtime(evidence.entry.created_at):%Y-%m-%d %H:%M}",
                 )
                 for evidence in shown[:QUOTES_LISTED]
             ),
@@ -333,7 +335,7 @@ class MemoryItemAdmin(ReviewAdmin, GrantScopedAdmin, ReadOnlyAdmin, LargeTableAd
                 return gettext("Rejected: %(note)s") % {"note": note}
             return gettext("Rejected by %(user)s on %(at)s: %(note)s") % {
                 "user": rejection.user,
-                "at": f"{rejection.action_time:%Y-%m-%d %H:%M}",
+                "at": f"{localtime(rejection.action_time):%Y-%m-%d %H:%M}",
                 "note": note,
             }
         reason = str(because.get("reason") or gettext("no reason given")).replace("_", " ")
@@ -402,7 +404,7 @@ class MemoryItemAdmin(ReviewAdmin, GrantScopedAdmin, ReadOnlyAdmin, LargeTableAd
         ]
         return own + super().get_urls()
 
-    def _decision_view(self, decision: type[ItemReview]) -> Any:
+    def _decision_view(self, decision: type[ItemReview]) -> Callable[..., HttpResponse]:
         def view(request: HttpRequest, object_id: str) -> HttpResponse:
             return self.decision_view(request, object_id, decision)
 
@@ -423,6 +425,7 @@ class MemoryItemAdmin(ReviewAdmin, GrantScopedAdmin, ReadOnlyAdmin, LargeTableAd
 
     def _decisions(self, request: HttpRequest, item: MemoryItem) -> list[dict[str, Any]]:
         """The decisions the reviewer may make on the item now, for its buttons."""
+        grants = grants_for_user(request.user)
         return [
             {
                 "name": segment,
@@ -436,7 +439,7 @@ class MemoryItemAdmin(ReviewAdmin, GrantScopedAdmin, ReadOnlyAdmin, LargeTableAd
                 ),
             }
             for decision, label, segment in DECISIONS
-            if self.review(request, decision).allowed_on(item)
+            if self.review(request, decision, grants=grants).allowed_on(item)
         ]
 
     def change_view(

@@ -28,6 +28,7 @@ from cogitator_memory.exceptions import (
     NotFound,
     ReviewRefused,
 )
+from cogitator_memory.grants import Grants
 from cogitator_memory.review import ReviewAction, Via
 
 __all__ = ["ReviewAdmin", "error_text"]
@@ -44,14 +45,23 @@ def error_text(exc: CogitatorMemoryError) -> str:
 class ReviewAdmin(admin.ModelAdmin):
     """List actions and page buttons that run review decisions."""
 
-    def review(self, request: HttpRequest, decision: type[ReviewAction[Any]]) -> ReviewAction[Any]:
-        """The decision's action for the staff user, within their grants."""
-        return decision(request.user, grants=grants_for_user(request.user), via=Via.ADMIN)
+    def review(
+        self,
+        request: HttpRequest,
+        decision: type[ReviewAction[Any]],
+        *,
+        grants: Grants | None = None,
+    ) -> ReviewAction[Any]:
+        """The decision's action for the staff user, within their grants (read unless
+        given)."""
+        if grants is None:
+            grants = grants_for_user(request.user)
+        return decision(request.user, grants=grants, via=Via.ADMIN)
 
     def may_decide(self, request: HttpRequest, decision: type[ReviewAction[Any]]) -> bool:
         """Whether the staff user holds the decision's permission (an admin action's
         ``has_<name>_permission``)."""
-        return self.review(request, decision).user_has_permission()
+        return decision.holds_permission(request.user)
 
     def decide(
         self,
