@@ -24,10 +24,6 @@ class ItemQuerySet(ScopedQuerySet["MemoryItem"]):
     def with_statuses(self, statuses: list[str]) -> ItemQuerySet:
         return self.filter(status__in=statuses)
 
-    def rejected(self) -> ItemQuerySet:
-        """Items a reviewer rejected: stale, because ``rejected``."""
-        return self.filter(status="stale", stale_because__reason=REJECTED)
-
     def valid_at(self, moment: datetime) -> ItemQuerySet:
         """Items that held in the world at ``moment`` (valid_to exclusive)."""
         return self.filter(valid_at_q(moment))
@@ -35,6 +31,10 @@ class ItemQuerySet(ScopedQuerySet["MemoryItem"]):
     def known_at(self, moment: datetime) -> ItemQuerySet:
         """Items memory held at ``moment``: recorded by then, not expired by then."""
         return self.filter(known_at_q(moment))
+
+    def rejected(self) -> ItemQuerySet:
+        """Items a reviewer rejected: stale, because ``rejected``."""
+        return self.filter(status="stale", stale_because__reason=REJECTED)
 
     def in_timeline_order(self) -> ItemQuerySet:
         """By the start of their validity; states told at one instant by when memory learned
