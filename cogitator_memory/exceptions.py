@@ -15,6 +15,8 @@ Domain code raises them and knows nothing of HTTP.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 
 class CogitatorMemoryError(Exception):
     """Base class of every error this app raises on purpose."""
@@ -298,26 +300,51 @@ class InvalidItem(InvalidInput):
     code = "invalid_item"
 
 
-class ItemNotReviewable(Conflict):
-    """A review action the item's current status does not allow (activating an active
-    item, letting go of a stale one)."""
+class NotReviewable(Conflict):
+    """A review decision the status of one or more of the chosen rows does not take;
+    nothing was changed. ``refused`` maps each such row's id to its status, ``allowed``
+    lists the statuses the decision applies to."""
+
+    code = "not_reviewable"
+    # What the message calls one row and several.
+    noun, nouns = "row", "rows"
+
+    def __init__(self, refused: Mapping[str, str], action: str, allowed: Sequence[str]) -> None:
+        self.refused = dict(refused)
+        self.action = action
+        self.allowed = [str(status) for status in allowed]
+        applies = f"{action} applies to {' or '.join(self.allowed)} {self.nouns} only."
+        if len(self.refused) == 1:
+            [(row_id, status)] = self.refused.items()
+            message = f"{self.noun.capitalize()} {row_id!r} is {status}; {applies}"
+        else:
+            listed = ", ".join(f"{row_id!r} ({status})" for row_id, status in self.refused.items())
+            message = f"{self.nouns.capitalize()} {listed} cannot take it: {applies}"
+        super().__init__(message)
+
+
+class ItemNotReviewable(NotReviewable):
+    """A review decision the status of one or more chosen items does not allow
+    (activating an active item, letting go of a stale one); nothing was changed.
+    ``item_id`` and ``status`` name the first such item."""
 
     code = "item_not_reviewable"
+    noun, nouns = "memory item", "memory items"
 
-    def __init__(self, item_id: str, status: str, action: str, allowed: list[str]) -> None:
-        super().__init__(
-            f"Memory item {item_id!r} is {status}; {action} applies to "
-            f"{' or '.join(allowed)} items only."
-        )
-        self.item_id = item_id
-        self.status = status
+    def __init__(self, refused: Mapping[str, str], action: str, allowed: Sequence[str]) -> None:
+        super().__init__(refused, action, allowed)
+        self.item_id, self.status = next(iter(self.refused.items()))
 
 
 class ReviewRefused(Forbidden):
-    """The principal may see the item but not make this review: reviews are made by
-    people holding the review permission, never by an API key."""
+    """The principal may see the rows but not make this review: reviews are made by
+    people holding the decision's permission (``permission``), never by an API key."""
 
     code = "review_not_permitted"
+
+    def __init__(self, message: str, *, permission: str | None = None) -> None:
+        super().__init__(message)
+        self.permission = permission
 
 
 class ExtractionRunNotFound(NotFound):

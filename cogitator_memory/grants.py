@@ -120,6 +120,18 @@ class Grants:
         users = self.user_ids.get(agent_id)
         return users is None or (user_id is not None and user_id in users)
 
+    def covers(self, agent_id: str | None, user_ids: Iterable[str] | None) -> bool:
+        """Whether a grant of ``agent_id`` to ``user_ids`` (None: every user of the agent)
+        reaches nothing beyond these grants: the agent is granted, and when these grants
+        name its users, the grant names only some of them. Staff hand on grants only
+        within their own by this rule."""
+        if self.agent_ids is None:
+            return True
+        if agent_id is None or agent_id not in self.agent_ids:
+            return False
+        users = self.user_ids.get(agent_id)
+        return users is None or (user_ids is not None and set(user_ids) <= users)
+
     def allows_thread(self, thread: Any) -> bool:
         """Whether the caller may see this thread (its agent and ``user_id``)."""
         return self.allows(thread.agent_id, thread.user_id)

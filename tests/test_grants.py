@@ -114,3 +114,23 @@ def test_allows_mirrors_the_queryset(threads):
     assert scope.allows("agent-b", None)
     assert not scope.allows("agent-c", None)
     assert Grants.everything().allows("anything", None)
+
+
+@pytest.mark.parametrize(
+    ("agent_id", "user_ids", "covered"),
+    [
+        ("a", None, True),  # every user of an agent granted for every user
+        ("a", ["x"], True),
+        ("b", ["u1"], True),  # some of the users named
+        ("b", [], True),
+        ("b", ["u1", "u3"], False),  # a user beyond them
+        ("b", None, False),  # every user, where only some are granted
+        ("c", ["u1"], False),  # an agent not granted
+        (None, None, False),
+    ],
+)
+def test_covers_says_whether_a_grant_stays_within_the_grants(agent_id, user_ids, covered):
+    grants = Grants.for_agents(["a", "b"], {"b": ["u1", "u2"]})
+    assert grants.covers(agent_id, user_ids) is covered
+    assert Grants.everything().covers(agent_id, user_ids) is True
+    assert Grants.nothing().covers(agent_id, user_ids) is False

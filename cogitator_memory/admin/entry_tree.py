@@ -9,6 +9,7 @@ from typing import Any
 from django.db.models import BooleanField, ExpressionWrapper, Q
 from django.utils.text import Truncator
 
+from cogitator_memory.jsondata import storable_text
 from cogitator_memory.threads.models import Entry, Thread
 
 PREVIEW_CHARS = 120
@@ -38,6 +39,8 @@ class EntryNode:
     children: list[EntryNode] = field(default_factory=list)
     on_active_path: bool = False
     is_active_leaf: bool = False
+    # The entry the page was opened for (a quote's "Open the entry in its thread").
+    is_highlighted: bool = False
     # Set when the parent is older than the entries shown (the tree is capped).
     parent_hidden: bool = False
     parent_seq: int | None = None
@@ -83,6 +86,8 @@ class EntryTree:
     truncated: bool
     # True when the active leaf is among the entries left out.
     active_leaf_hidden: bool
+    # The entry the page was opened for, when it is among the entries left out.
+    highlight_hidden: str | None = None
 
 
 def _tree_steps(roots: list[EntryNode]) -> list[TreeStep]:
@@ -109,8 +114,9 @@ def _tree_steps(roots: list[EntryNode]) -> list[TreeStep]:
     return steps
 
 
-def build_entry_tree(thread: Thread, *, limit: int) -> EntryTree:
-    """The newest ``limit`` entries of ``thread`` as a forest, read in one query.
+def build_entry_tree(thread: Thread, *, limit: int, highlight: str | None = None) -> EntryTree:
+    """The newest ``limit`` entries of ``thread`` as a forest, read in one query, the
+    entry ``highlight`` marked (a quote's link opens the thread on it).
 
     A parent's seq is always lower than its children's, so the entries shown are closed
     under "child of": only roots can have a parent left out.
@@ -138,6 +144,20 @@ def build_entry_tree(thread: Thread, *, limit: int) -> EntryTree:
         parent_id = cursor.entry.parent_id
         cursor = nodes.get(parent_id) if parent_id else None
 
+    highlighted = nodes.get(highlight) if highlight else None
+    if highlighted is not None:
+        highlighted.is_highlighted = True
+    # Asked for and not shown: older than the entries shown, when the thread has it.
+    highlight_hidden = (
+        highlight
+        if highlight
+        and highlighted is None
+        and truncated
+        and storable_text(highlight)
+        and Entry.objects.filter(pk=highlight, thread=thread).exists()
+        else None
+    )
+
     roots: list[EntryNode] = []
     for entry in entries:
         node = nodes[entry.pk]
@@ -154,6 +174,7 @@ def build_entry_tree(thread: Thread, *, limit: int) -> EntryTree:
         limit=limit,
         truncated=truncated,
         active_leaf_hidden=thread.active_leaf_id is not None and thread.active_leaf_id not in nodes,
+        highlight_hidden=highlight_hidden,
     )
 
 

@@ -22,11 +22,17 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import QuerySet
+from django.db.models import QuerySet, TextField
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast, Substr
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
-from django.utils.text import capfirst
+from django.utils.formats import date_format
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django.utils.text import Truncator, capfirst
+from django.utils.timezone import localtime
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
@@ -43,6 +49,7 @@ from cogitator_memory.admin.entry_tree import build_entry_tree, content_preview
 from cogitator_memory.admin.filters import VisibleAgentFilter
 from cogitator_memory.admin.records import GrantScopedAdmin, ReadOnlyAdmin
 from cogitator_memory.admin.scale import LargeTableAdmin
+from cogitator_memory.compaction.history import compaction_event
 from cogitator_memory.exceptions import (
     CogitatorMemoryError,
     InvalidInput,
@@ -51,7 +58,8 @@ from cogitator_memory.exceptions import (
 )
 from cogitator_memory.grants import Grants, thread_owner
 from cogitator_memory.threads import services
-from cogitator_memory.threads.models import Entry, Thread
+from cogitator_memory.threads.models import CONVERSATION_TYPES, Entry, EntryType, Thread
+from cogitator_memory.threads.text import content_text, entry_text
 from cogitator_memory.threads.validation import validate_thread_metadata
 
 
@@ -186,7 +194,11 @@ class ThreadAdmin(GrantScopedAdmin, LargeTableAdmin):
         if obj is not None:
             object_id = quote(obj.pk)
             context.update(
-                entry_tree=build_entry_tree(obj, limit=self.tree_entry_limit),
+                entry_tree=build_entry_tree(
+                    obj,
+                    limit=self.tree_entry_limit,
+                    highlight=request.GET.get("highlight") or None,
+                ),
                 can_move_leaf=self.has_change_permission(request, obj),
                 checkout_url=self._url("checkout", object_id),
                 rewind_url=self._url("rewind", object_id),
@@ -329,7 +341,9 @@ class ThreadAdmin(GrantScopedAdmin, LargeTableAdmin):
 # Read-only: deleting goes through delete_entry, which splices the entry out of its branch.
 @admin.register(Entry)
 class EntryAdmin(GrantScopedAdmin, ReadOnlyAdmin, LargeTableAdmin):
-    list_display = ("id", "thread", "seq", "type", "role", "summary", "created_at", "is_redacted")
+    # Few, wrapping columns: the list fits a 1400 px window beside the navigation and the
+    # filters.
+    list_display = ("id", "thread", "position", "type_role", "summary", "created", "is_redacted")
     list_filter = ("type", "role", "created_at")
     search_fields = ("id", "thread__id")
     list_select_related = ("thread",)
@@ -337,20 +351,137 @@ class EntryAdmin(GrantScopedAdmin, ReadOnlyAdmin, LargeTableAdmin):
     # Columns an index sorts both ways (the key, cm_entry_thread_seq, cm_entry_created).
     # Type and role are not: sorted descending, all entries of a type or role would be
     # sorted by thread, which their indexes hold ascending.
-    sortable_by = ("id", "thread", "created_at")
+    sortable_by = ("id", "thread", "created")
+    # Characters of a compaction's summary the list shows (read from the event, not the
+    # whole event).
+    summary_chars = 160
+
+    class Media:
+        css = {"all": ["cogitator_memory/entry_tree.css", "cogitator_memory/records.css"]}
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Entry]:
-        """Entries of the threads the user may see. The list page leaves out tool calls
-        and results, which can be large and are only shown on an entry's own page."""
-        return super().get_queryset(request).defer("tool_calls", "tool_results", "event")
+        """Entries of the threads the user may see. The list page leaves out tool calls,
+        results and events, which can be large and are only shown on an entry's own page;
+        of a compaction's event it reads the start of the summary."""
+        return (
+            super()
+            .get_queryset(request)
+            .defer("tool_calls", "tool_results", "event")
+            .annotate(
+                summary_start=Substr(
+                    Cast(KeyTextTransform("summary", "event"), TextField()),
+                    1,
+                    self.summary_chars,
+                )
+            )
+        )
+
+    def get_fieldsets(self, request: HttpRequest, obj: Entry | None = None) -> Any:
+        """The entry as a reader sees it first (its text; a compaction's summary and
+        range), then the stored fields, the raw JSON folded away."""
+        said = obj is None or obj.type in CONVERSATION_TYPES
+        shown: list[Any] = [
+            (None, {"fields": (("id", "thread"), ("seq", "parent"), ("type", "role", "name"))}),
+            (
+                _("Text") if said else _("When"),
+                {
+                    "fields": (
+                        *(("text",) if said else ()),
+                        ("created_at", "token_count"),
+                        "redaction",
+                    )
+                },
+            ),
+        ]
+        if obj is not None and obj.type == EntryType.COMPACTION:
+            shown.append(
+                (
+                    _("Compaction"),
+                    {"fields": ("compaction_summary", ("compaction_strategy", "compaction_range"))},
+                )
+            )
+        shown.append(
+            (
+                _("Record"),
+                {
+                    "classes": ("collapse",),
+                    "fields": (
+                        "content",
+                        "tool_call_id",
+                        "tool_calls",
+                        "tool_results",
+                        "event",
+                        "metadata",
+                    ),
+                },
+            )
+        )
+        return shown
 
     def get_readonly_fields(self, request: HttpRequest, obj: Entry | None = None) -> Any:
-        return [field.name for field in Entry._meta.concrete_fields]
+        return [
+            *(field.name for field in Entry._meta.concrete_fields),
+            "text",
+            "compaction_summary",
+            "compaction_strategy",
+            "compaction_range",
+        ]
 
     @admin.display(description=_("content"))
     def summary(self, obj: Entry) -> str:
+        start = getattr(obj, "summary_start", None)
+        if obj.type == EntryType.COMPACTION and start:
+            return Truncator(" ".join(start.split())).chars(80)
         return content_preview(obj.content, chars=80)
+
+    @admin.display(description="#")
+    def position(self, obj: Entry) -> int:
+        return obj.seq
+
+    @admin.display(description=_("type, role"))
+    def type_role(self, obj: Entry) -> str:
+        kind = obj.get_type_display()
+        return f"{kind}, {obj.get_role_display()}" if obj.role else str(kind)
+
+    @admin.display(description=_("created at"), ordering="created_at")
+    def created(self, obj: Entry) -> str:
+        return date_format(localtime(obj.created_at), "SHORT_DATETIME_FORMAT")
 
     @admin.display(boolean=True, description=_("redacted"))
     def is_redacted(self, obj: Entry) -> bool:
         return obj.redaction is not None
+
+    @admin.display(description=_("text"))
+    def text(self, obj: Entry) -> SafeString:
+        text = entry_text(obj) or content_text(obj.content)
+        if not text.strip():
+            return format_html('<span class="cm-text cm-text--none">{}</span>', "—")
+        return format_html('<div class="cm-text">{}</div>', text)
+
+    @admin.display(description=_("summary"))
+    def compaction_summary(self, obj: Entry) -> SafeString:
+        summary = str(compaction_event(obj).get("summary") or "")
+        return format_html('<div class="cm-text cm-text--summary">{}</div>', summary)
+
+    @admin.display(description=_("strategy"))
+    def compaction_strategy(self, obj: Entry) -> str:
+        return str(compaction_event(obj).get("strategy") or "—")
+
+    @admin.display(description=_("summarizes"))
+    def compaction_range(self, obj: Entry) -> SafeString:
+        event = compaction_event(obj)
+        return format_html(
+            gettext("up to {covered}; first kept: {kept}"),
+            covered=self._entry_link(event.get("covered_to_entry_id")),
+            kept=self._entry_link(event.get("first_kept_entry_id")),
+        )
+
+    def _entry_link(self, entry_id: Any) -> SafeString | str:
+        if not isinstance(entry_id, str) or not entry_id:
+            return "—"
+        url = reverse(
+            "admin:cogitator_memory_entry_change",
+            args=[quote(entry_id)],
+            current_app=self.admin_site.name,
+        )
+        return format_html('<a href="{}">{}</a>', url, entry_id)

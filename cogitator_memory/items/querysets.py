@@ -13,6 +13,9 @@ from cogitator_memory.grants import ScopedQuerySet
 if TYPE_CHECKING:
     from cogitator_memory.items.models import Entity, Evidence, MemoryItem  # noqa: F401
 
+# The ``stale_because.reason`` of an item a reviewer rejected (its ``note`` says why).
+REJECTED = "rejected"
+
 
 class ItemQuerySet(ScopedQuerySet["MemoryItem"]):
     def of_slot(self, subject_id: str, attribute: str) -> ItemQuerySet:
@@ -26,6 +29,10 @@ class ItemQuerySet(ScopedQuerySet["MemoryItem"]):
     def known_at(self, moment: datetime) -> ItemQuerySet:
         """Items memory held at ``moment``: recorded by then, not expired by then."""
         return self.filter(known_at_q(moment))
+
+    def rejected(self) -> ItemQuerySet:
+        """Items a reviewer rejected: stale, because ``rejected``."""
+        return self.filter(status="stale", stale_because__reason=REJECTED)
 
     def in_timeline_order(self) -> ItemQuerySet:
         """By the start of their validity; states told at one instant by when memory learned

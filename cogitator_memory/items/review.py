@@ -1,90 +1,85 @@
-"""Review of memory items by people: the actions, the statuses each applies to, the
-permission each takes, and the one call the API makes for a single item (the admin's
-list and page run the same ``MemoryItems`` calls for many)."""
+"""The review decisions on memory items, one action class each: ``ActivateItems``,
+``RejectItems``, ``LetGoItems`` (``cogitator_memory.review.ReviewAction``).
+
+Each owns its permission (``cogitator_memory.activate_memoryitem``, ``reject_memoryitem``,
+``let_go_memoryitem``), the statuses it applies to (listed here only: the transitions of
+``MemoryItems`` take them from the action), the ``MemoryItems`` call with the caller's
+grants, the reason rule of a rejection, and the admin log. The admin and the API are
+adapters of them::
+
+    ActivateItems(request.user, grants=grants, via=Via.ADMIN).execute(ids)
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
-
-from cogitator_memory.exceptions import ItemNotFound, ItemNotReviewable
+from cogitator_memory.exceptions import InvalidItem, ItemNotFound, ItemNotReviewable
 from cogitator_memory.grants import Grants
 from cogitator_memory.items.models import ItemStatus, MemoryItem
+from cogitator_memory.items.querysets import ItemQuerySet
 from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.review import ReviewAction, Via
 
-__all__ = [
-    "ACTIVATABLE",
-    "LETTABLE",
-    "REJECTABLE",
-    "REVIEW_ACTIONS",
-    "ReviewAction",
-    "may_review",
-    "review_item",
-]
-
-ACTIVATABLE = (ItemStatus.SUGGESTED, ItemStatus.STALE)
-REJECTABLE = (ItemStatus.SUGGESTED, ItemStatus.ACTIVE, ItemStatus.SUPERSEDED)
-LETTABLE = REJECTABLE
+__all__ = ["ActivateItems", "ItemReview", "LetGoItems", "RejectItems"]
 
 
-@dataclass(frozen=True)
-class ReviewAction:
-    name: str
-    allowed: tuple[str, ...]
-    run: Callable[[MemoryItems, list[str], str, Grants | None], list[str]]
+class ItemReview(ReviewAction[MemoryItem]):
+    """A review decision on memory items. ``items`` is the ``MemoryItems`` that makes
+    it (tests pass one with their own clock)."""
 
-    @property
-    def permission(self) -> str:
-        """The Django permission a reviewer needs (one per action, see MemoryItem.Meta)."""
-        return f"cogitator_memory.{self.name}_memoryitem"
+    model = MemoryItem
+    not_found = ItemNotFound
+    not_reviewable = ItemNotReviewable
+    invalid = InvalidItem
 
+    def __init__(
+        self,
+        user: Any,
+        *,
+        grants: Grants,
+        via: Via,
+        api_key: object | None = None,
+        items: MemoryItems | None = None,
+    ) -> None:
+        super().__init__(user, grants=grants, via=via, api_key=api_key)
+        self.items = items or MemoryItems()
 
-REVIEW_ACTIONS = {
-    action.name: action
-    for action in (
-        ReviewAction(
-            "activate",
-            ACTIVATABLE,
-            lambda items, ids, reason, access: items.activate(ids, grants=access),
-        ),
-        ReviewAction(
-            "reject",
-            REJECTABLE,
-            lambda items, ids, reason, access: items.reject(ids, reason, grants=access),
-        ),
-        ReviewAction(
-            "let_go",
-            LETTABLE,
-            lambda items, ids, reason, access: items.let_go(ids, grants=access),
-        ),
-    )
-}
+    def queryset(self) -> ItemQuerySet:
+        return MemoryItem.objects.visible_to(self.grants).select_related("subject")
 
 
-def may_review(user: Any, action: str) -> bool:
-    """Whether ``user`` holds the permission of the review ``action``."""
-    return bool(user is not None and user.has_perm(REVIEW_ACTIONS[action].permission))
+class ActivateItems(ItemReview):
+    """A reviewer's approval: suggested (or stale) items become active."""
+
+    name = "activate"
+    done = "activated"
+    statuses = (ItemStatus.SUGGESTED, ItemStatus.STALE)
+
+    def transition(self, ids: list[str], reason: str) -> list[str]:
+        return self.items.activate(ids, grants=self.grants, from_statuses=self.statuses)
 
 
-@transaction.atomic
-def review_item(
-    item_id: str, action: str, *, grants: Grants | None, reason: str = ""
-) -> MemoryItem:
-    """Run one review on one item the caller may see and return it as it now stands.
-    Raises ``ItemNotFound``, ``ItemNotReviewable`` for a status the action does not take,
-    and ``InvalidItem`` for a rejection without a reason."""
-    review = REVIEW_ACTIONS[action]
-    if not review.run(MemoryItems(), [item_id], reason, grants):
-        items = (
-            MemoryItem.objects.all() if grants is None else MemoryItem.objects.visible_to(grants)
-        )
-        item = items.filter(pk=item_id).first()
-        if item is None:
-            raise ItemNotFound(item_id)
-        raise ItemNotReviewable(
-            item_id, item.status, action.replace("_", " "), [str(s) for s in review.allowed]
-        )
-    return MemoryItem.objects.select_related("subject").get(pk=item_id)
+class RejectItems(ItemReview):
+    """A reviewer's refusal, with the reason: the items become stale, out of every
+    context, kept for the record with the reason."""
+
+    name = "reject"
+    done = "rejected"
+    statuses = (ItemStatus.SUGGESTED, ItemStatus.ACTIVE, ItemStatus.SUPERSEDED)
+    takes_reason = True
+
+    def transition(self, ids: list[str], reason: str) -> list[str]:
+        return self.items.reject(ids, reason, grants=self.grants, from_statuses=self.statuses)
+
+
+class LetGoItems(ItemReview):
+    """Memory lets the items go: they keep their place in their slot's timeline and
+    leave every context."""
+
+    name = "let_go"
+    done = "let go"
+    statuses = (ItemStatus.SUGGESTED, ItemStatus.ACTIVE, ItemStatus.SUPERSEDED)
+
+    def transition(self, ids: list[str], reason: str) -> list[str]:
+        return self.items.let_go(ids, grants=self.grants, from_statuses=self.statuses)

@@ -16,10 +16,11 @@ from cogitator_memory.items.models import (
     ItemStatus,
     MemoryItem,
 )
+from cogitator_memory.items.querysets import REJECTED
 from cogitator_memory.items.rules import ItemRules
 from cogitator_memory.items.statements import Slot
 from cogitator_memory.items.write_sql import layout_slot
-from cogitator_memory.jsondata import json_problem, text_problem
+from cogitator_memory.jsondata import json_problem
 
 # What activating, rejecting, letting go and marking stale change in a state.
 REVIEWED_FIELDS = ("status", "activated_at", "expired_at", "stale_because")
@@ -60,10 +61,19 @@ class ItemTransitions(ItemRules):
             layout_slot(slot, scope, known_at=now)
         return changed
 
+    # The review decisions (``items.review``: ActivateItems, RejectItems, LetGoItems) pass
+    # the statuses each applies to as ``from_statuses``; items in another status are left
+    # as they are. Without it (trusted code that knows what it changes) any status goes.
+
     @transaction.atomic
-    def activate(self, ids: Iterable[str], *, grants: Grants | None = None) -> list[str]:
-        """A reviewer's approval: suggested (or stale) items become active. Returns the
-        ids activated."""
+    def activate(
+        self,
+        ids: Iterable[str],
+        *,
+        grants: Grants | None = None,
+        from_statuses: Sequence[str] | None = None,
+    ) -> list[str]:
+        """Items become active (a reviewer's approval). Returns the ids activated."""
 
         def apply(item: MemoryItem, now: datetime) -> None:
             item.status = ItemStatus.ACTIVE
@@ -71,41 +81,44 @@ class ItemTransitions(ItemRules):
             item.expired_at = None
             item.stale_because = None
 
-        return self._change(
-            ids,
-            grants=grants,
-            from_statuses=[ItemStatus.SUGGESTED, ItemStatus.STALE],
-            apply=apply,
-        )
+        return self._change(ids, grants=grants, from_statuses=from_statuses, apply=apply)
 
     @transaction.atomic
-    def reject(self, ids: Iterable[str], reason: str, *, grants: Grants | None = None) -> list[str]:
-        """A reviewer's refusal: the items become stale with the reason, out of every
-        context, kept for the record. Returns the ids rejected."""
-        if not isinstance(reason, str) or not reason.strip() or text_problem(reason):
-            raise InvalidItem({"reason": "Give the reason, a non-empty text."})
+    def reject(
+        self,
+        ids: Iterable[str],
+        reason: str,
+        *,
+        grants: Grants | None = None,
+        from_statuses: Sequence[str] | None = None,
+    ) -> list[str]:
+        """A reviewer's refusal: the items become stale with the reason (its rule is
+        ``RejectItems``'), out of every context, kept for the record. Returns the ids
+        rejected."""
         return self.mark_stale(
             ids,
-            {"reason": "rejected", "note": reason},
-            only_from=[ItemStatus.SUGGESTED, ItemStatus.ACTIVE, ItemStatus.SUPERSEDED],
+            {"reason": REJECTED, "note": reason},
+            only_from=from_statuses,
             grants=grants,
         )
 
     @transaction.atomic
-    def let_go(self, ids: Iterable[str], *, grants: Grants | None = None) -> list[str]:
+    def let_go(
+        self,
+        ids: Iterable[str],
+        *,
+        grants: Grants | None = None,
+        from_statuses: Sequence[str] | None = None,
+    ) -> list[str]:
         """Memory lets the items go: they keep their place in their slot's timeline, so
-        the state before does not come back, and leave every context."""
+        the state before does not come back, and leave every context. Returns the ids
+        let go."""
 
         def apply(item: MemoryItem, now: datetime) -> None:
             item.status = ItemStatus.LET_GO
             item.expired_at = now
 
-        return self._change(
-            ids,
-            grants=grants,
-            from_statuses=[ItemStatus.SUGGESTED, ItemStatus.ACTIVE, ItemStatus.SUPERSEDED],
-            apply=apply,
-        )
+        return self._change(ids, grants=grants, from_statuses=from_statuses, apply=apply)
 
     @transaction.atomic
     def mark_stale(

@@ -56,14 +56,14 @@ def chromium_path() -> str:
 
 
 @contextmanager
-def chromium_page() -> Iterator[Page]:
+def chromium_page(width: int = 1280) -> Iterator[Page]:
     executable = chromium_path()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=executable, headless=True, args=CHROMIUM_ARGS
         )
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page = browser.new_page(viewport={"width": width, "height": 1000})
             page.set_default_timeout(15_000)
             yield page
         finally:

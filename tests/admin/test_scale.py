@@ -147,6 +147,8 @@ def test_only_an_unfiltered_queryset_gets_an_estimate() -> None:
         "admin:cogitator_memory_grant_changelist",
         "admin:cogitator_memory_outboxmessage_changelist",
         "admin:cogitator_memory_extractionrun_changelist",
+        "admin:cogitator_memory_compactionrun_changelist",
+        "admin:cogitator_memory_memoryitem_changelist",
         "admin:cogitator_memory_memoryfilehead_changelist",
         "admin:cogitator_memory_channelsession_changelist",
     ],

@@ -663,3 +663,84 @@ def test_delete_confirmation_counts_the_entries_that_go_with_the_thread(
     assert response.status_code == 200
     assert dict(response.context["model_count"]) == {"threads": 1, "entries": 5}
     assert response.context["perms_lacking"] == set()
+
+
+# --- an entry opened from a quote ----------------------------------------------------------
+
+
+def test_thread_page_marks_the_entry_it_was_opened_for(admin_client: Client, trip: Trip) -> None:
+    # when
+    html = admin_client.get(change_url(trip.thread), {"highlight": trip.rome.pk}).content.decode()
+    # then: that entry only, by a class and a badge
+    tree = rendered_tree(html)
+    assert [pk for pk, entry in tree.items() if "cm-entry--highlighted" in entry.classes] == [
+        trip.rome.pk
+    ]
+    assert "quoted" in tree[trip.rome.pk].text
+    assert html.count('aria-current="true"') == 1
+
+
+@pytest.mark.parametrize("highlight", ["", "no-such-entry", "a\x00b"])
+def test_thread_page_ignores_a_highlight_of_no_entry_of_its_own(
+    admin_client: Client, trip: Trip, highlight: str
+) -> None:
+    response = admin_client.get(change_url(trip.thread), {"highlight": highlight})
+    assert response.status_code == 200
+    assert "cm-entry--highlighted" not in response.content.decode()
+    assert "older than the entries shown" not in response.content.decode()
+
+
+def test_thread_page_says_when_the_entry_it_was_opened_for_is_older_than_those_shown(
+    admin_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given five entries, three shown
+    thread = services.create_thread("agent-1", thread_id="big")
+    entries = create_branch(thread, 5)
+    monkeypatch.setattr(admin.site._registry[Thread], "tree_entry_limit", 3)
+    # when
+    html = admin_client.get(change_url(thread), {"highlight": entries[0].pk}).content.decode()
+    # then
+    assert f"The entry {entries[0].pk} is older than the entries shown." in html
+
+
+# --- an entry's own page ----------------------------------------------------------------
+
+
+def entry_page(entry: Entry) -> str:
+    return reverse("admin:cogitator_memory_entry_change", args=[quote(entry.pk)])
+
+
+def test_an_entrys_page_shows_its_text(admin_client: Client, trip: Trip) -> None:
+    html = admin_client.get(entry_page(trip.rome)).content.decode()
+    assert '<div class="cm-text">Rome, for the gardens.</div>' in html
+    assert 'name="_save"' not in html
+
+
+def test_a_compaction_entrys_page_shows_its_summary_as_text_escaped(
+    admin_client: Client, trip: Trip
+) -> None:
+    # given
+    compaction = services.add_entry(
+        trip.thread.pk,
+        type="compaction",
+        event={
+            "strategy": "summary",
+            "summary": "Florence in spring.\nAvoid <script>alert(1)</script>",
+            "first_kept_entry_id": trip.florence.pk,
+            "covered_to_entry_id": trip.question.pk,
+        },
+    )
+    # when
+    html = admin_client.get(entry_page(compaction)).content.decode()
+    # then: the summary as text, its range linked, the raw event folded away
+    assert (
+        '<div class="cm-text cm-text--summary">Florence in spring.\n'
+        "Avoid &lt;script&gt;alert(1)&lt;/script&gt;</div>"
+    ) in html
+    assert f'href="{entry_page(trip.question)}"' in html
+    assert f'href="{entry_page(trip.florence)}"' in html
+    assert "<script>alert(1)" not in html
+    assert html.index("cm-text--summary") < html.index("field-event")
+    # and the list shows the start of the summary as the entry's content
+    listed = admin_client.get(reverse("admin:cogitator_memory_entry_changelist")).content.decode()
+    assert "Florence in spring. Avoid &lt;script&gt;" in listed

@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from cogitator_memory.exceptions import InvalidItem, NoGrant
 from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.items.models import Entity, Evidence, ItemStatus, MemoryItem
+from cogitator_memory.items.review import ActivateItems
 from cogitator_memory.items.services import MemoryItems
 from cogitator_memory.items.statements import NewEvidence, NewItem, Slot, entity_key, same_value
 from cogitator_memory.threads import services as threads
@@ -274,13 +275,6 @@ def test_rejecting_the_newest_state_reopens_the_one_before(
     assert timeline(items)[0] == ("Lisbon", ItemStatus.ACTIVE, T0, None)
 
 
-def test_a_reject_needs_a_reason(items: MemoryItems) -> None:
-    item = items.write(ANA, home("Lisbon", "model")).item
-    with pytest.raises(InvalidItem) as refused:
-        items.reject([item.pk], "  ")
-    assert list(refused.value.errors) == ["reason"]
-
-
 def test_states_of_one_agent_are_recorded_at_least_a_millisecond_apart(
     items: MemoryItems,
 ) -> None:
@@ -430,10 +424,12 @@ def test_mark_stale_returns_the_ids_it_marked_and_keeps_the_reason(items: Memory
     assert active.status == ItemStatus.ACTIVE
 
 
-def test_activate_takes_suggested_items_only(items: MemoryItems) -> None:
+def test_activate_changes_only_items_of_the_statuses_it_is_given(items: MemoryItems) -> None:
+    # The review decision (items.review.ActivateItems) passes the statuses it applies to.
     active = items.write(ANA, home("Lisbon", "system")).item
     suggested = items.write(ANA, home("aisle", "model", attribute="seat")).item
-    assert items.activate([active.pk, suggested.pk]) == [suggested.pk]
+    changed = items.activate([active.pk, suggested.pk], from_statuses=ActivateItems.statuses)
+    assert changed == [suggested.pk]
     suggested.refresh_from_db()
     assert (suggested.status, suggested.activated_at) == (ItemStatus.ACTIVE, T0)
 

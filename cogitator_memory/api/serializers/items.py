@@ -21,6 +21,7 @@ from cogitator_memory.items.models import (
     RunStatus,
     Trust,
 )
+from cogitator_memory.items.review import RejectItems
 from cogitator_memory.items.selectors import ITEM_CURSOR_PATTERN
 
 _STATUS_NAMES = "|".join(choice.value for choice in ItemStatus)
@@ -28,7 +29,6 @@ _KIND_NAMES = "|".join(choice.value for choice in ItemKind)
 STATUSES_PATTERN = rf"^({_STATUS_NAMES})(,({_STATUS_NAMES}))*\Z"
 KINDS_PATTERN = rf"^({_KIND_NAMES})(,({_KIND_NAMES}))*\Z"
 SCOPE_ID_MESSAGE = "A text of 1 to 255 characters, not only spaces."
-MAX_REASON = 1000
 # Item and run ids are a prefix and 32 hex digits; any longer one is missing.
 ITEM_ID_MAX_LENGTH = 64
 
@@ -195,8 +195,9 @@ class ItemHistorySerializer(serializers.Serializer):
 
 
 class RejectSerializer(serializers.Serializer):
+    # The rule is RejectItems' (the view passes the reason on); the schema says it too.
     reason = StrictCharField(
-        max_length=MAX_REASON,
+        max_length=RejectItems.max_reason,
         pattern=NOT_BLANK_PATTERN,
         pattern_message="Give the reason, a text not only of spaces.",
         help_text="Why the item is wrong; kept with it.",

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.admin.models import CHANGE, LogEntry
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework.request import Request
@@ -31,15 +30,16 @@ from cogitator_memory.api.serializers.items import (
     RejectSerializer,
 )
 from cogitator_memory.api.views.base import COMMON_ERRORS, ERROR_400, ERROR_404, MemoryAPIView
-from cogitator_memory.exceptions import ItemNotFound, ReviewRefused
+from cogitator_memory.exceptions import ItemNotFound
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import MemoryItem
 from cogitator_memory.items.querysets import ItemQuerySet
-from cogitator_memory.items.review import REVIEW_ACTIONS, may_review, review_item
+from cogitator_memory.items.review import ActivateItems, ItemReview, LetGoItems, RejectItems
 from cogitator_memory.items.selectors import held, page_items
 from cogitator_memory.items.services import MemoryItems
 from cogitator_memory.items.statements import Slot
 from cogitator_memory.jsondata import storable_text
+from cogitator_memory.review import Via
 from cogitator_memory.threads.models import Thread
 
 ERROR_403_REVIEW = OpenApiResponse(
@@ -162,35 +162,20 @@ class ItemHistoryView(ItemAPIView):
 
 
 class ReviewView(ItemAPIView):
-    """One review action on one item; subclasses name it."""
+    """One review decision on one item, an adapter of its action (``items.review``)."""
 
-    action = ""
+    # Not "action", which drf-spectacular reads as a viewset's action name.
+    decision: type[ItemReview]
     serializer_class = ItemSerializer
 
     def reason(self, request: Request) -> str:
         return ""
 
     def post(self, request: Request, item_id: str) -> Response:
-        self.visible_item(item_id)
-        if isinstance(request.auth, APIKey):
-            raise ReviewRefused("Reviews are made by people: an API key cannot review items.")
-        if not may_review(request.user, self.action):
-            raise ReviewRefused(
-                f"You need the permission {REVIEW_ACTIONS[self.action].permission} "
-                f"to {self.action.replace('_', ' ')} items."
-            )
-        reason = self.reason(request)
-        item = review_item(item_id, self.action, grants=self.grants, reason=reason)
-        done = {"activate": "activated", "reject": f"rejected: {reason}", "let_go": "let go"}
-        reviewer = request.user.pk
-        assert reviewer is not None  # may_review refused anonymous users
-        LogEntry.objects.log_actions(
-            user_id=reviewer,
-            queryset=[item],
-            action_flag=CHANGE,
-            change_message=f"{done[self.action]} (API)",
-            single_object=True,
-        )
+        key = request.auth if isinstance(request.auth, APIKey) else None
+        review = self.decision(request.user, grants=self.grants, via=Via.API, api_key=key)
+        review.authorize([item_id])  # 404, then 403, before the body is read
+        [item] = review.execute([item_id], reason=self.reason(request))
         return Response(ItemSerializer(item).data)
 
 
@@ -212,14 +197,14 @@ def review_schema(operation: str, summary: str, request: Any = None) -> Any:
     )
 
 
-@review_schema("memory_items_activate", "Activate a suggested or stale item")
+@review_schema("memory_items_activate", f"Activate a {' or '.join(ActivateItems.statuses)} item")
 class ItemActivateView(ReviewView):
-    action = "activate"
+    decision = ActivateItems
 
 
 @review_schema("memory_items_reject", "Reject an item, with the reason", RejectSerializer)
 class ItemRejectView(ReviewView):
-    action = "reject"
+    decision = RejectItems
 
     def reason(self, request: Request) -> str:
         payload = RejectSerializer(data=request.data)
@@ -229,4 +214,4 @@ class ItemRejectView(ReviewView):
 
 @review_schema("memory_items_let_go", "Let an item go")
 class ItemLetGoView(ReviewView):
-    action = "let_go"
+    decision = LetGoItems
