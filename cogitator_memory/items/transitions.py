@@ -147,8 +147,8 @@ class ItemTransitions(ItemRules):
     @transaction.atomic
     def revise_evidence(self, ids: Iterable[str], keep: Callable[[Evidence], bool]) -> list[str]:
         """Drop the evidence ``keep`` refuses from these items (the quotes of entries that
-        went); an item whose quotes no longer hold is no longer verified. Returns the ids
-        of the items changed."""
+        went); an item stays verified only while it has quotes and every one of them holds
+        (the rule of a write). Returns the ids of the items changed."""
         changed: list[str] = []
         chosen = MemoryItem.objects.filter(pk__in=list(ids))
         self.lock_agents(chosen.values_list("agent_id", flat=True))
@@ -157,7 +157,8 @@ class ItemTransitions(ItemRules):
             if not dropped:
                 continue
             Evidence.objects.filter(pk__in=dropped).delete()
-            item.verified = item.evidence.holding().exists()
+            left = item.evidence.all()
+            item.verified = left.exists() and not left.exclude(verified=True).exists()
             item.save(update_fields=["verified"])
             changed.append(item.pk)
         return changed
