@@ -107,22 +107,26 @@ def test_an_item_left_with_a_quote_that_does_not_hold_is_not_verified(conversati
     # given an item on a holding quote, another holding quote, and one that does not hold
     thread, first, second = conversation
     made_up = threads.add_entry(thread.pk, role="user", content="Lisbon, I said.")
-    item = MemoryItems(clock=lambda: T0).write(
-        ANA,
-        NewItem(
-            kind="fact",
-            subject="Ana",
-            attribute="home city",
-            value="Lisbon",
-            trust="user",
-            confidence=0.9,
-            evidence=[
-                NewEvidence(quote="I live in Lisbon", entry_id=first.pk),
-                NewEvidence(quote="Yes, Lisbon is home", entry_id=second.pk),
-                NewEvidence(quote="I moved to Lisbon", entry_id=made_up.pk),
-            ],
-        ),
-    ).item
+    item = (
+        MemoryItems(clock=lambda: T0)
+        .write(
+            ANA,
+            NewItem(
+                kind="fact",
+                subject="Ana",
+                attribute="home city",
+                value="Lisbon",
+                trust="user",
+                confidence=0.9,
+                evidence=[
+                    NewEvidence(quote="I live in Lisbon", entry_id=first.pk),
+                    NewEvidence(quote="Yes, Lisbon is home", entry_id=second.pk),
+                    NewEvidence(quote="I moved to Lisbon", entry_id=made_up.pk),
+                ],
+            ),
+        )
+        .item
+    )
     assert item.verified is False
     # when an entry of a holding quote goes
     threads.delete_entry(second.pk)
