@@ -298,7 +298,7 @@ def owned_rows(index_text: IndexText) -> None:
 def test_a_scope_sees_only_its_agents_rows_in_every_mode(owned_rows: None, mode: str):
     # when
     found = search_sources(
-        mode, "puppy parcel", scope=Grants.for_agents(["agent-b"]), include_shared=False
+        mode, "puppy parcel", grants=Grants.for_agents(["agent-b"]), include_shared=False
     )
     # then
     assert found == ["b"]
@@ -307,9 +307,9 @@ def test_a_scope_sees_only_its_agents_rows_in_every_mode(owned_rows: None, mode:
 @pytest.mark.parametrize("mode", MODES)
 def test_a_grant_naming_users_sees_only_their_rows_in_every_mode(owned_rows: None, mode: str):
     # given
-    scope = Grants.for_agents(["agent-a", "agent-c"], {"agent-a": ["u2"]})
+    grants = Grants.for_agents(["agent-a", "agent-c"], {"agent-a": ["u2"]})
     # when
-    found = search_sources(mode, "puppy parcel", scope=scope, include_shared=False)
+    found = search_sources(mode, "puppy parcel", grants=grants, include_shared=False)
     # then
     assert found == ["a-u2"]
 
@@ -317,7 +317,7 @@ def test_a_grant_naming_users_sees_only_their_rows_in_every_mode(owned_rows: Non
 @pytest.mark.parametrize("mode", MODES)
 def test_shared_rows_are_seen_only_when_included_in_every_mode(owned_rows: None, mode: str):
     # when
-    found = search_sources(mode, "puppy parcel", scope=Grants.for_agents(["agent-b"]))
+    found = search_sources(mode, "puppy parcel", grants=Grants.for_agents(["agent-b"]))
     # then: a row of no agent naming a thread is not shared
     assert found == ["b", "shared"]
 
@@ -328,7 +328,7 @@ def test_filters_narrow_within_the_scope_in_every_mode(owned_rows: None, mode: s
     found = search_sources(
         mode,
         "puppy parcel",
-        scope=Grants.for_agents(["agent-a"]),
+        grants=Grants.for_agents(["agent-a"]),
         filter=EmbeddingFilter(user_id="u1"),
         include_shared=False,
     )

@@ -83,7 +83,7 @@ class SearchView(MemoryAPIView):
                 source_type=params.get("source_type"),
                 index=params.get("index"),
             ),
-            "scope": self.grants,
+            "grants": self.grants,
             "include_shared": shared_embeddings_searchable(),
         }
         mode = params["mode"]
