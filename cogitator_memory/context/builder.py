@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from cogitator_memory.context.assembler import ContextAssembler
-from cogitator_memory.context.build import ContextBuild
+from cogitator_memory.context.build_run import ContextBuild
 from cogitator_memory.context.config import (
     ContextBuilderConfig,
     ContextBuilderDeps,
@@ -38,7 +38,7 @@ from cogitator_memory.exceptions import InvalidContextConfig
 from cogitator_memory.items.services import MemoryItems
 
 if TYPE_CHECKING:
-    from cogitator_memory.context.built import BuiltContext
+    from cogitator_memory.context.result import BuiltContext
     from cogitator_memory.context.seams import Retriever
     from cogitator_memory.embeddings.types import EmbeddingStore
     from cogitator_memory.grants import Grants
@@ -95,7 +95,7 @@ class ContextBuilder:
         """The recall search of hybrid: the deps' one, or a ``MemoryRetriever`` kept for the
         builder's lifetime (it caches the vectors of the turns it embedded)."""
         if self.deps.retriever is None:
-            from cogitator_memory.search.retriever import MemoryRetriever
+            from cogitator_memory.recall.retriever import MemoryRetriever
 
             self.deps.retriever = MemoryRetriever(
                 embedding_service=self.deps.embedding_service,

@@ -8,7 +8,7 @@ import pytest
 from django.db import OperationalError
 from django.test import override_settings
 
-from cogitator_memory.context import build as build_module
+from cogitator_memory.context import build_run
 from cogitator_memory.context.builder import ContextBuilder
 from cogitator_memory.context.config import ContextBuilderConfig, ContextBuilderDeps
 from cogitator_memory.embeddings import message_index
@@ -167,7 +167,7 @@ def test_a_history_that_fails_to_load_is_reported_and_the_rest_is_built(
     def down(*args: Any, **kwargs: Any) -> list[Any]:
         raise OperationalError("could not connect to server")
 
-    monkeypatch.setattr(build_module, "read_history", down)
+    monkeypatch.setattr(build_run, "read_history", down)
     context = relevant().build(thread, AGENT, system_prompt="Hi.", current_input="car")
     assert context.messages == [{"role": "system", "content": "Hi."}]
     assert [(e.source, e.message) for e in context.errors] == [

@@ -36,7 +36,7 @@ from cogitator_memory.context.config import (
 )
 from cogitator_memory.exceptions import ThreadNotFound
 from cogitator_memory.grants import MemoryScope
-from cogitator_memory.search.retriever import MemoryRetriever
+from cogitator_memory.recall.retriever import MemoryRetriever
 from cogitator_memory.threads.selectors import entry_in_thread
 
 

@@ -24,7 +24,7 @@ from cogitator_memory.context.turn_context import (
     turn_groups,
 )
 from cogitator_memory.items.models import MemoryItem
-from cogitator_memory.search.retrieval_types import RecallHit
+from cogitator_memory.recall.types import RecallHit
 from cogitator_memory.threads.models import CONVERSATION_TYPES, Entry
 from cogitator_memory.threads.text import entry_text
 from cogitator_memory.tokens import truncate_to_tokens

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, get_args
 from zoneinfo import ZoneInfo
 
 from cogitator_memory.context.assembler import ContextBlock
-from cogitator_memory.context.built import ContextBuildError, ErrorSource
-from cogitator_memory.context.recall import RECALL_LIMIT, recall_blocks
+from cogitator_memory.context.recall_blocks import RECALL_LIMIT, recall_blocks
 from cogitator_memory.context.relevance import SCORED_ENTRIES, cosines_in_process
+from cogitator_memory.context.result import ContextBuildError, ErrorSource
 
 if TYPE_CHECKING:
-    from cogitator_memory.context.build import ContextBuild
+    from cogitator_memory.context.build_run import ContextBuild
     from cogitator_memory.threads.models import Entry
 
 __all__ = ["older_cosines", "recall_for_turn"]

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cogitator_memory.compaction.history import COMPACTION
 from cogitator_memory.context.assembler import Assembly, ContextBlock
-from cogitator_memory.context.built import BuiltContext, ContextBuildError, ErrorSource
 from cogitator_memory.context.facts import (
     fact_blocks,
     facts_among,
@@ -21,14 +20,15 @@ from cogitator_memory.context.facts import (
     read_facts,
 )
 from cogitator_memory.context.history import entry_block, summary_block
-from cogitator_memory.context.hybrid import recall_for_turn
 from cogitator_memory.context.layout import built_context, history_kept, is_fact
 from cogitator_memory.context.reading import read_history
+from cogitator_memory.context.recall_step import recall_for_turn
 from cogitator_memory.context.relevance import (
     SCORED_ENTRIES,
     cosines_from_index,
     cosines_in_process,
 )
+from cogitator_memory.context.result import BuiltContext, ContextBuildError, ErrorSource
 from cogitator_memory.context.semantic import search_results, semantic_blocks
 from cogitator_memory.context.turn_context import (
     FROM_MEMORY,
