@@ -89,8 +89,9 @@ class ContextRequestSerializer(serializers.Serializer):
     strategy = StrictChoiceField(
         choices=list(STRATEGIES),
         required=False,
-        help_text="recent, relevant (needs an embedding service) or hybrid; hybrid where an "
-        "embedding service is configured, else recent, when absent.",
+        help_text="recent, relevant or hybrid; hybrid where an embedding service is "
+        "configured, else recent, when absent. Relevant without an embedding service is "
+        "built as recent, with a relevance entry in `errors`.",
     )
     max_tokens = StrictIntegerField(min_value=1, max_value=MAX_BUDGET, help_text="The budget.")
     reserve_tokens = StrictIntegerField(
