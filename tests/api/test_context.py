@@ -295,6 +295,26 @@ def test_recall_of_items_by_agent_and_user_stays_within_grants(
     assert mine["hits"] == []
 
 
+def test_a_recall_refused_for_no_user_names_the_field_the_request_used(
+    client: APIClient, make_user: Any
+):
+    # given a grant that names users
+    from tests.api.conftest import token_client
+
+    narrow = token_client(make_user("una", {"agent-a": ["u2"]}))
+    # when recall names no user_id, then another user's
+    no_user = assert_error(
+        recall(narrow, agent_id="agent-a", input="parcel"), 403, "permission_denied"
+    )
+    other = assert_error(
+        recall(narrow, agent_id="agent-a", user_id="u1", input="parcel"), 403, "permission_denied"
+    )
+    # then the refusal asks for user_id, the recall request's field (not a thread's
+    # metadata.userId)
+    assert no_user["message"] == "Your grant for agent 'agent-a' names users: give user_id."
+    assert other["message"] == "You have no grant for user 'u1' of agent 'agent-a'."
+
+
 @pytest.mark.parametrize(
     ("body", "fields"),
     [
