@@ -11,7 +11,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from django.db import connections, router
-from django.db.models import Subquery
 
 from cogitator_memory.threads.models import Entry
 
@@ -103,10 +102,20 @@ def _seq_window(thread_id: str, top_id: str, size: int) -> list[Entry]:
     first: a window of seqs, not only an upper bound, so that whatever plan the database
     picks it reads at most ``size`` rows. With an upper bound alone, PostgreSQL reads and
     sorts every entry of the thread below it when its statistics do not know the thread
-    (one written since the last ANALYZE looks small): a read proportional to the thread."""
-    top = Subquery(Entry.objects.filter(pk=top_id).values("seq")[:1])
-    rows = Entry.objects.filter(thread_id=thread_id, seq__lte=top, seq__gt=top - size)
-    return list(rows.order_by("-seq")[:size])
+    (one written since the last ANALYZE looks small): a read proportional to the thread.
+    Plain SQL, as ``walk_up``: it runs for every chunk of every branch read, and compiling
+    it through the ORM costs more than running it."""
+    table, pk, _, seq = _tables()
+    thread = connections[router.db_for_read(Entry)].ops.quote_name(
+        Entry._meta.get_field("thread").get_attname_column()[1] or "thread_id"
+    )
+    top = f"(SELECT u.{seq} FROM {table} u WHERE u.{pk} = %s)"
+    sql = (
+        f"SELECT {table}.* FROM {table} WHERE {table}.{thread} = %s"
+        f" AND {table}.{seq} <= {top} AND {table}.{seq} > {top} - %s"
+        f" ORDER BY {table}.{seq} DESC LIMIT %s"
+    )
+    return list(Entry.objects.raw(sql, [thread_id, top_id, top_id, size, size]))
 
 
 def doubling(first: int, most: int) -> Iterator[int]:
