@@ -1,5 +1,7 @@
-"""One ``build()`` of a context builder: load each part, fit the partitions, lay out the
-messages. A part that fails to load is left out and reported with its source."""
+"""One ``build()`` of a context builder, step by step (``ContextBuild``): load each part,
+select the history by the strategy, fit the partitions, lay out the messages. A part that
+fails to load is left out and reported with its source. ``ContextBuilder``
+(``context/builder.py``) is the public face; ``context/result.py`` is what it returns."""
 
 from __future__ import annotations
 

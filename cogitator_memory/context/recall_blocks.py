@@ -1,5 +1,5 @@
-"""The recall of hybrid: older turns and memory items the retriever found for the turn,
-as blocks of the recall partition, best first.
+"""Recalled turns and memory items as blocks of the recall partition, best first: what
+the retriever found for the turn (``context/recall_step.py`` asks it), laid out.
 
 - "Earlier in this conversation:": each turn dated in the turn's zone, with the turn next
   to it that makes it readable (the reply to a user's message, the message a reply

@@ -1,4 +1,6 @@
-"""The recall of hybrid: what the retriever finds past the history the budget keeps.
+"""The recall step of a hybrid build, once a turn's history is fitted: the retriever
+(``recall/retriever.py``) asked for what lies past the history the budget keeps, its
+hits turned into blocks by ``context/recall_blocks.py``.
 
 With the message index the retriever searches the thread before the oldest turn the
 history keeps, on the branch being built (the keyword index of entries, time, entities,
