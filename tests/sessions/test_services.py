@@ -117,7 +117,7 @@ def test_grants_decide_who_may_create_and_see_a_session():
     with pytest.raises(NoGrant):
         SessionManager().get_or_create(*KEY[:3], "another-agent", grants=ana)
     with pytest.raises(SessionNotFound):
-        SessionManager().get(session.pk, scope=other)
+        SessionManager().get(session.pk, grants=other)
     with pytest.raises(SessionNotFound):
         SessionManager().touch(session.pk, grants=other)
     with pytest.raises(SessionNotFound):
@@ -125,7 +125,7 @@ def test_grants_decide_who_may_create_and_see_a_session():
     assert SessionManager().list(grants=other).sessions == []
     assert SessionManager().list(grants=Grants.nothing()).sessions == []
     assert [s.pk for s in SessionManager().list(grants=ana).sessions] == [session.pk]
-    assert SessionManager().get(session.pk, scope=ana).pk == session.pk
+    assert SessionManager().get(session.pk, grants=ana).pk == session.pk
 
 
 def make_sessions(count: int, *, user: str = "user-1", start: Any = None) -> list[ChannelSession]:
