@@ -141,10 +141,10 @@ def measure_size(
     from cogitator_memory.embeddings.types import EmbeddingFilter, NewEmbedding
     from cogitator_memory.keywords import cache
     from cogitator_memory.keywords.entries import index_entries
+    from cogitator_memory.keywords.tokenizer import query_terms, tokenize
     from cogitator_memory.search import entry_keywords
     from cogitator_memory.search.bm25 import keyword_search
     from cogitator_memory.search.entry_keywords import search_thread_entries
-    from cogitator_memory.search.tokenizer import query_terms, tokenize
     from cogitator_memory.threads import services
     from cogitator_memory.threads.models import Entry, Thread
     from cogitator_memory.threads.services import create_thread

@@ -109,10 +109,11 @@ def recall_at(ranked: list[str], wanted: set[str], cut: int) -> float:
 def measure(data: Path, *, embeddings: str, limit_conversations: int | None) -> dict[str, Any]:
     import numpy as np
 
+    from cogitator_memory.keywords.tokenizer import query_terms
+    from cogitator_memory.recall.keyword_scores import InMemoryBM25
+    from cogitator_memory.recall.retriever import MemoryRetriever
+    from cogitator_memory.recall.vector_scores import cosines
     from cogitator_memory.search.fusion import reciprocal_rank_fusion
-    from cogitator_memory.search.recall_channels import KeywordIndex, cosines
-    from cogitator_memory.search.retriever import MemoryRetriever
-    from cogitator_memory.search.tokenizer import query_terms
     from cogitator_memory.threads.services import add_entry, create_thread
 
     service = None
@@ -146,7 +147,7 @@ def measure(data: Path, *, embeddings: str, limit_conversations: int | None) -> 
         anchor = sessions[-1][0] + timedelta(days=1)
         known = set(dia_of.values())
         retriever = MemoryRetriever(embedding_service=service)
-        index = KeywordIndex([(entry.pk, retriever._turn_tokens(entry)) for entry in entries])
+        index = InMemoryBM25([(entry.pk, retriever._turn_tokens(entry)) for entry in entries])
         vectors = retriever._turn_vectors(entries, service) if service is not None else {}
         asked = 0
         for qa in sample["qa"]:

@@ -124,8 +124,8 @@ def measure(database: str, quick: bool) -> dict[str, Any]:
     from cogitator_memory.embeddings.stores.base import filtered
     from cogitator_memory.embeddings.stores.exact import ExactEmbeddingStore
     from cogitator_memory.embeddings.types import EmbeddingFilter
+    from cogitator_memory.keywords.tokenizer import query_terms, tokenize
     from cogitator_memory.search.bm25 import keyword_search
-    from cogitator_memory.search.tokenizer import query_terms, tokenize
 
     rows = 8_000 if quick else 80_000
     texts, queries = make_corpus(rows, 40 if quick else 100)

@@ -156,10 +156,10 @@ DEFAULTS: dict[str, Any] = {
         # dozen, so the default holds a thread of up to about 150,000 entries.
         "CACHE_POSTINGS": 4_000_000,
     },
-    # Recall (search/retriever.py).
+    # Recall (recall/retriever.py).
     "RECALL": {
         # The local directory of a sentence-transformers cross-encoder that reorders the
-        # best hits of recall (search/rerank.py); None for no reranker. Models are only read
+        # best hits of recall (recall/rerank.py); None for no reranker. Models are only read
         # from disk, never downloaded: save one there first. Needs the "local" extra.
         "RERANKER_PATH": None,
     },

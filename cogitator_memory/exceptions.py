@@ -164,21 +164,33 @@ class Forbidden(CogitatorMemoryError):
 
 
 class NoGrant(Forbidden):
-    """A write would put a thread where the caller's grants do not reach: an agent it is
-    not granted, or, under a grant that names users, a user it is not granted (or none)."""
+    """A write (or a read by id) would reach where the caller's grants do not: an agent it
+    is not granted, or, under a grant that names users, a user it is not granted (or none).
+
+    ``user_field`` names where the request gave the user, so that the message asks for the
+    field the caller used: ``metadata.userId`` for a thread (the default), ``user_id`` for
+    a scope given by its fields (recall, memory files)."""
 
     code = "permission_denied"
 
-    def __init__(self, agent_id: str, user_id: str | None, *, agent_granted: bool) -> None:
+    def __init__(
+        self,
+        agent_id: str,
+        user_id: str | None,
+        *,
+        agent_granted: bool,
+        user_field: str = "metadata.userId",
+    ) -> None:
         if not agent_granted:
             message = f"You have no grant for agent {agent_id!r}."
         elif user_id is None:
-            message = f"Your grant for agent {agent_id!r} names users: give metadata.userId."
+            message = f"Your grant for agent {agent_id!r} names users: give {user_field}."
         else:
             message = f"You have no grant for user {user_id!r} of agent {agent_id!r}."
         super().__init__(message)
         self.agent_id = agent_id
         self.user_id = user_id
+        self.user_field = user_field
 
 
 class ThreadIdUnavailable(Conflict):

@@ -25,11 +25,24 @@ from cogitator_memory.exceptions import NoGrant
 from cogitator_memory.grants import USER_ID_KEY, Grants
 
 
-def require_write(grants: Grants | None, agent_id: str, user_id: str | None) -> None:
+def require_write(
+    grants: Grants | None,
+    agent_id: str,
+    user_id: str | None,
+    *,
+    user_field: str = f"metadata.{USER_ID_KEY}",
+) -> None:
     """Refuse (``NoGrant``) putting a thread of ``agent_id`` owned by ``user_id`` where
-    ``scope`` does not reach; trusted code (``scope`` None) may do anything."""
+    ``grants`` do not reach; trusted code (``grants`` None) may do anything. ``user_field``:
+    where the request gave the user, named by the refusal (a thread's ``metadata.userId``
+    by default)."""
     if grants is not None and not grants.allows(agent_id, user_id):
-        raise NoGrant(agent_id, user_id, agent_granted=grants.allows_agent(agent_id))
+        raise NoGrant(
+            agent_id,
+            user_id,
+            agent_granted=grants.allows_agent(agent_id),
+            user_field=user_field,
+        )
 
 
 def require_create(grants: Grants | None, agent_id: str, metadata: Mapping[str, Any]) -> None:
@@ -54,8 +67,11 @@ def can_see(grants: Grants | None, agent_id: str, user_id: str | None) -> bool:
     return grants is None or grants.allows(agent_id, user_id)
 
 
-def require_read(grants: Grants | None, agent_id: str, user_id: str | None) -> None:
+def require_read(
+    grants: Grants | None, agent_id: str, user_id: str | None, *, user_field: str = "user_id"
+) -> None:
     """Refuse (``NoGrant``) reading the memory of ``agent_id`` and ``user_id`` (items,
-    files, recall) named by id where ``scope`` does not reach: the same rule as a write,
-    since a grant is for an agent's memory of its users, to read and to change."""
-    require_write(grants, agent_id, user_id)
+    files, recall) named by id where ``grants`` do not reach: the same rule as a write,
+    since a grant is for an agent's memory of its users, to read and to change.
+    ``user_field``: where the request gave the user (``user_id`` by default)."""
+    require_write(grants, agent_id, user_id, user_field=user_field)

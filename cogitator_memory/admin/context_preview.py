@@ -43,7 +43,7 @@ from cogitator_memory.threads.models import Entry
 if TYPE_CHECKING:
     from django.contrib.admin import AdminSite
 
-    from cogitator_memory.context.built import BuiltContext
+    from cogitator_memory.context.result import BuiltContext
     from cogitator_memory.grants import Grants
     from cogitator_memory.threads.models import Thread
 

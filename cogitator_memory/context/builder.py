@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from cogitator_memory.context.assembler import ContextAssembler
-from cogitator_memory.context.build import ContextBuild
+from cogitator_memory.context.build_run import ContextBuild
 from cogitator_memory.context.config import (
     ContextBuilderConfig,
     ContextBuilderDeps,
@@ -38,7 +38,7 @@ from cogitator_memory.exceptions import InvalidContextConfig
 from cogitator_memory.items.services import MemoryItems
 
 if TYPE_CHECKING:
-    from cogitator_memory.context.built import BuiltContext
+    from cogitator_memory.context.result import BuiltContext
     from cogitator_memory.context.seams import Retriever
     from cogitator_memory.embeddings.types import EmbeddingStore
     from cogitator_memory.grants import Grants
@@ -63,8 +63,8 @@ def _optional_text(value: Any, field: str) -> str | None:
 class ContextBuilder:
     """Builds contexts of threads by ``config`` from ``deps``.
 
-    Raises ``InvalidContextConfig`` for partition shares over 1, and for the relevant
-    strategy without an embedding service.
+    Raises ``InvalidContextConfig`` for partition shares over 1. The relevant strategy
+    without an embedding service builds as recent does and says so in ``errors``.
     """
 
     def __init__(
@@ -78,13 +78,6 @@ class ContextBuilder:
         # Per builder, so a conversation's entries are embedded once across its turns.
         self.entry_vectors = VectorCache(MAX_CACHED_VECTORS)
         self.input_vectors = VectorCache(MAX_CACHED_INPUTS)
-        if self.config.strategy == "relevant" and self.embedding_service() is None:
-            raise InvalidContextConfig(
-                {
-                    "strategy": "The relevant strategy needs an embedding service: configure "
-                    "COGITATOR_MEMORY['EMBEDDINGS']['PROVIDER'] or pass embedding_service."
-                }
-            )
 
     def memory_items(self) -> MemoryItems:
         if self.deps.memory_items is None:
@@ -95,7 +88,7 @@ class ContextBuilder:
         """The recall search of hybrid: the deps' one, or a ``MemoryRetriever`` kept for the
         builder's lifetime (it caches the vectors of the turns it embedded)."""
         if self.deps.retriever is None:
-            from cogitator_memory.search.retriever import MemoryRetriever
+            from cogitator_memory.recall.retriever import MemoryRetriever
 
             self.deps.retriever = MemoryRetriever(
                 embedding_service=self.deps.embedding_service,
@@ -137,11 +130,12 @@ class ContextBuilder:
         """The context of ``thread_id`` (its active branch, or the branch ending at
         ``leaf_id``) for ``agent_id`` and ``user_id``, read ``as_of`` (now by default) in
         ``time_zone`` (the config's by default), within ``max_tokens`` (the config's by
-        default) less ``reserve_tokens``, as ``access`` may see it.
+        default) less ``reserve_tokens``, as ``grants`` reach it.
 
         Raises ``InvalidContextConfig`` for a bad argument or no budget from either side,
-        ``ThreadNotFound`` for a thread ``access`` may not see, ``EntryNotInThread`` for
-        a leaf of another thread. Parts that fail to load are reported in ``errors``.
+        ``ThreadNotFound`` for a thread ``grants`` do not reach, ``EntryNotInThread`` for
+        a leaf of another thread. Parts that fail to load are reported in ``errors``, and
+        so is a relevant build without an embedding service (built as recent).
         """
         budget = check_budget(max_tokens, field="max_tokens", minimum=1)
         if budget is None:

@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cogitator_memory.context.assembler import Assembly, ContextBlock, DroppedBlock
-from cogitator_memory.context.built import (
+from cogitator_memory.context.history import entry_block, mark_turn_ends, trim_to_turn_start
+from cogitator_memory.context.result import (
     BuiltContext,
     ContextMetadata,
     DroppedContext,
     RecalledContext,
 )
-from cogitator_memory.context.history import entry_block, mark_turn_ends, trim_to_turn_start
 from cogitator_memory.context.retrieval_counts import note_retrieved_later
 from cogitator_memory.context.turn_context import (
     EARLIER_IN_CONVERSATION,
@@ -34,7 +34,7 @@ from cogitator_memory.context.turn_context import (
 )
 
 if TYPE_CHECKING:
-    from cogitator_memory.context.build import ContextBuild, HistorySelection
+    from cogitator_memory.context.build_run import ContextBuild, HistorySelection
     from cogitator_memory.threads.models import Entry
 
 __all__ = [

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from cogitator_memory.grants import Grants, MemoryScope
     from cogitator_memory.items.models import MemoryItem
-    from cogitator_memory.search.retrieval_types import Retrieval
+    from cogitator_memory.recall.types import Retrieval
     from cogitator_memory.threads.models import Entry
 
 __all__ = [
@@ -25,7 +25,7 @@ __all__ = [
 
 
 class Retriever(Protocol):
-    """The recall search of hybrid (``search/retriever.py`` ``MemoryRetriever``): turns and
+    """The recall search of hybrid (``recall/retriever.py`` ``MemoryRetriever``): turns and
     items for the input, best first. ``history`` gives the turns to search; or
     ``thread_id`` with ``before_seq`` (and ``leaf_id`` for another branch) has the
     retriever search the thread's message index. ``held``: ids already in the context."""

@@ -18,11 +18,12 @@ from django.utils.translation import gettext_lazy as _
 
 from cogitator_memory.embeddings.querysets import EmbeddingQuerySet
 
-# Metadata keys that scope an embedding, mirrored into indexed columns.
-AGENT_ID_KEY = "agentId"
-THREAD_ID_KEY = "threadId"
-USER_ID_KEY = "userId"
-INDEX_KEY = "index"
+# Metadata keys that scope an embedding, mirrored into indexed columns below; defined with
+# the stores' data types, which the querysets read too.
+from cogitator_memory.embeddings.types import AGENT_ID_KEY as AGENT_ID_KEY
+from cogitator_memory.embeddings.types import INDEX_KEY as INDEX_KEY
+from cogitator_memory.embeddings.types import THREAD_ID_KEY as THREAD_ID_KEY
+from cogitator_memory.embeddings.types import USER_ID_KEY as USER_ID_KEY
 
 
 def new_embedding_id() -> str:

@@ -9,6 +9,13 @@ from typing import Any, Protocol
 
 from cogitator_memory.exceptions import InvalidInput
 
+# Metadata keys that scope an embedding, mirrored into indexed columns
+# (``embeddings/models.py``).
+AGENT_ID_KEY = "agentId"
+THREAD_ID_KEY = "threadId"
+USER_ID_KEY = "userId"
+INDEX_KEY = "index"
+
 
 @dataclass(frozen=True)
 class NewEmbedding:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 # The one import of the keyword tokenizer in items: if it moves, change it here.
-from cogitator_memory.search.tokenizer import STOPWORDS, stem, words
+from cogitator_memory.keywords.tokenizer import STOPWORDS, stem, words
 
 __all__ = ["NEGATIONS", "quote_supports"]
 

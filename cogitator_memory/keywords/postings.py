@@ -1,7 +1,7 @@
 """Writing the keyword index in the transaction that writes its source.
 
 A document (an embedding's content, or a conversation entry's text) is tokenized as
-keyword search tokenizes it (``search/tokenizer.py``: stems, stopwords left out). For
+keyword search tokenizes it (``keywords/tokenizer.py``: stems, stopwords left out). For
 each distinct token it gets a posting (document, term, count, document length), plus one
 posting of the empty term carrying its length. Its corpus (``KeywordCorpus``: the
 documents of one kind sharing thread, agent, user, source type and index) counts its
@@ -48,8 +48,8 @@ from cogitator_memory.keywords.models import (
     KeywordPosting,
     KeywordTerm,
 )
+from cogitator_memory.keywords.tokenizer import tokenize
 from cogitator_memory.prepared import prepares_statements
-from cogitator_memory.search.tokenizer import tokenize
 
 __all__ = [
     "COUNTED_KINDS",

@@ -13,7 +13,8 @@ corpus, written in the transaction that writes the row) gives candidates and sta
    row, exact.
 3. ``search/keyword_index.py`` ranks: each word's postings strongest first, until no
    row left out could score above the ``limit``-th hit (the ceilings of what is not
-   read); bm25s's arithmetic (Lucene's BM25, k1 1.5, b 0.75); ties go to the smaller id.
+   read); BM25's arithmetic of ``search/bm25_formula.py`` (bm25s's: Lucene's BM25, k1
+   1.5, b 0.75); ties go to the smaller id.
    Only when the candidate budget (postings read) runs out first can a hit be missed;
    corpora the process holds in memory (``keywords/cache.py``) are ranked exactly.
 4. The best rows are checked against their sources (``scoping.current_q``: a message's
@@ -22,7 +23,8 @@ corpus, written in the transaction that writes the row) gives candidates and sta
 A filter on metadata, which no corpus column holds, and a query of stopwords only (whose
 stopwords the index does not keep) are searched as before the index: rows found by a
 substring match on the words' fragments (``tokenizer.fragments``), tokenized and ranked
-with the statistics of all admitted rows (``_scan_keyword_search``).
+with the statistics of all admitted rows (``_scan_keyword_search``), by the same
+arithmetic: both paths give a row the same score.
 
 Each step is a portable query or runs in Python, so SQLite and PostgreSQL return the
 same hits in the same order with the same scores.
@@ -34,24 +36,14 @@ filter)`` method is asked through it; the others raise ``KeywordSearchUnavailabl
 from __future__ import annotations
 
 import heapq
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-import bm25s  # type: ignore[import-untyped]
-import numpy as np
-from bm25s.scoring import (  # type: ignore[import-untyped]
-    _build_idf_array,
-    _build_scores_and_indices_for_matrix,
-    _calculate_doc_freqs,
-    _select_idf_scorer,
-)
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import Length
 
 from cogitator_memory.embeddings.models import Embedding
-from cogitator_memory.embeddings.querysets import EmbeddingQuerySet
+from cogitator_memory.embeddings.querysets import EmbeddingQuerySet, visible_rows_q
 from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.embeddings.stores.base import (
     DatabaseEmbeddingStore,
@@ -63,10 +55,11 @@ from cogitator_memory.embeddings.types import EmbeddingFilter, EmbeddingStore, S
 from cogitator_memory.exceptions import InvalidInput, KeywordSearchUnavailable
 from cogitator_memory.grants import Grants
 from cogitator_memory.keywords.models import DocumentKind, KeywordCorpus
+from cogitator_memory.keywords.tokenizer import fragments, query_terms, stopwords_only, tokenize
 from cogitator_memory.limits import check_limit
+from cogitator_memory.search.bm25_formula import CollectionStats, Document, bm25_scores, idf
 from cogitator_memory.search.keyword_index import corpora_of, rank_documents
-from cogitator_memory.search.scoping import current_q, open_threads_q, search_visible, visible_q
-from cogitator_memory.search.tokenizer import fragments, query_terms, stopwords_only, tokenize
+from cogitator_memory.search.scoping import current_q, open_threads_q, search_visible
 
 # Candidates read per search at most: postings from the index (a block of 200 costs
 # about 0.3 ms on PostgreSQL, bench/RESULTS.md "The keyword index"), rows by the scan
@@ -78,120 +71,6 @@ READ_CHUNK = 1000
 MAX_QUERY_LENGTH = 10_000
 # Hits ranked beyond ``limit`` in case some of the best fail the check of their source.
 RECHECK_MARGIN = 10
-# bm25s's variant of BM25: Lucene's idf, which is never negative.
-BM25_METHOD = "lucene"
-
-
-@dataclass(frozen=True)
-class CollectionStats:
-    """What BM25 needs to know of the whole collection searched."""
-
-    documents: int
-    average_length: float
-    frequencies: Mapping[str, int]
-
-
-class CollectionBM25(bm25s.BM25):
-    """bm25s's BM25 indexing some documents of a larger collection, with that collection's
-    statistics.
-
-    ``build_index_from_ids`` is where bm25s lets a subclass build its index another way;
-    this one gives bm25s's own idf and term-frequency functions the collection's row
-    count, average length and word frequencies instead of the indexed documents' own.
-    """
-
-    def __init__(self, stats: CollectionStats, vocabulary: Mapping[str, int]) -> None:
-        super().__init__(method=BM25_METHOD, backend="numpy", csc_backend="numpy")
-        self.collection = stats
-        self.vocabulary = vocabulary
-
-    def build_index_from_ids(
-        self,
-        unique_token_ids: list[int],
-        corpus_token_ids: list[list[int]],
-        show_progress: bool = False,
-        leave_progress: bool = False,
-    ) -> dict[str, Any]:
-        indexed = _calculate_doc_freqs(
-            corpus_tokens=corpus_token_ids, unique_tokens=unique_token_ids, show_progress=False
-        )
-        # A row written since the statistics were read may hold a word more often than
-        # they say; never count fewer holders (or rows) than are indexed.
-        frequencies = dict(indexed)
-        for word, count in self.collection.frequencies.items():
-            token_id = self.vocabulary.get(word)
-            if token_id is not None:
-                frequencies[token_id] = max(count, indexed[token_id])
-        documents = max(self.collection.documents, len(corpus_token_ids))
-        idf = _build_idf_array(
-            doc_frequencies=frequencies,
-            n_docs=documents,
-            compute_idf_fn=_select_idf_scorer(self.idf_method),
-            dtype=self.dtype,
-        )
-        scores, doc_ids, vocab_ids = _build_scores_and_indices_for_matrix(
-            corpus_token_ids=corpus_token_ids,
-            idf_array=idf,
-            avg_doc_len=self.collection.average_length,
-            doc_frequencies=indexed,
-            k1=self.k1,
-            b=self.b,
-            delta=self.delta,
-            nonoccurrence_array=None,
-            method=self.method,
-            dtype=self.dtype,
-            int_dtype=self.int_dtype,
-            show_progress=False,
-        )
-        self.nonoccurrence_array = None
-        data, indices, indptr = self._np_csc(
-            data=scores,
-            rows=doc_ids,
-            cols=vocab_ids,
-            shape=(len(corpus_token_ids), len(unique_token_ids)),
-        )
-        return {
-            "data": data.astype(self.dtype),
-            "indices": indices,
-            "indptr": indptr,
-            "num_docs": len(corpus_token_ids),
-        }
-
-
-@dataclass(frozen=True)
-class Document:
-    """What BM25 reads of a document for a query: its length in tokens, and how often it
-    holds each query word it holds."""
-
-    length: int
-    counts: Mapping[str, int]
-
-    @classmethod
-    def of(cls, tokens: Sequence[str], terms: Iterable[str]) -> Document:
-        counted = Counter(tokens)
-        return cls(len(tokens), {term: counted[term] for term in terms if term in counted})
-
-
-def bm25_scores(
-    terms: Sequence[str], documents: Sequence[Document], stats: CollectionStats
-) -> np.ndarray:
-    """The BM25 score of each document for the query ``terms``."""
-    # Only the query's words are scored, so every other token of a document becomes one
-    # stand-in token: the index keeps each document's length but not its whole vocabulary.
-    vocabulary = {term: n for n, term in enumerate(dict.fromkeys(terms))}
-    other = len(vocabulary)
-    token_ids = []
-    for document in documents:
-        ids = [vocabulary[term] for term, count in document.counts.items() for _ in range(count)]
-        token_ids.append(ids + [other] * (document.length - len(ids)))
-    if not any(document.counts for document in documents):
-        return np.zeros(len(documents), dtype=np.float32)
-    retriever = CollectionBM25(stats, vocabulary)
-    retriever.index(
-        (token_ids, {**vocabulary, "": other}), create_empty_token=False, show_progress=False
-    )
-    scores: np.ndarray = retriever.get_scores_from_ids(list(vocabulary.values()))
-    return scores
 
 
 def check_query(query: str) -> str:
@@ -262,11 +141,6 @@ def _read_candidates(
     return True
 
 
-def _idf(holders: int, documents: int) -> float:
-    weight: float = _select_idf_scorer(BM25_METHOD)(holders, N=documents)
-    return weight
-
-
 def _index_keyword_search(
     terms: Sequence[str],
     *,
@@ -282,7 +156,8 @@ def _index_keyword_search(
     if filter is not None:
         corpora = corpora.filter(filter_columns_q(filter))
     if grants is not None:
-        condition = visible_q(grants, include_shared=include_shared)
+        # The corpora carry their rows' agent, user and thread: the rows' own condition.
+        condition = visible_rows_q(grants, include_shared=include_shared)
         if condition is None:
             return []
         corpora = corpora.filter(condition)
@@ -316,10 +191,7 @@ def _scan_keyword_search(
 ) -> list[SearchHit]:
     rows = filtered(Embedding.objects.all(), filter).filter(current_q(grants))
     if grants is not None:
-        condition = visible_q(grants, include_shared=include_shared)
-        if condition is None:
-            return []
-        rows = rows.filter(condition)
+        rows = rows.visible_to(grants, include_shared=include_shared)
     # One pass over the rows in reach: their number, their characters, and how many hold
     # each word as a substring (at least as many as hold it as a token).
     totals = rows.aggregate(
@@ -373,7 +245,7 @@ def _scan_keyword_search(
     # word's term-frequency part is below 1). When the limit-th score reaches that, no
     # such row can enter the hits; else the newest of them fill the candidate limit.
     if rest and found.complete:
-        bound = sum(_idf(frequencies[term], documents) for term in rest)
+        bound = sum(idf(frequencies[term], documents) for term in rest)
         kth = sorted(scores, reverse=True)[limit - 1] if len(scores) >= limit else 0.0
         if kth < bound and len(found.ids) < candidates:
             _read_candidates(

@@ -22,6 +22,7 @@ from django.db import connections, router
 from cogitator_memory.exceptions import InvalidInput
 from cogitator_memory.keywords.models import DocumentKind, KeywordCorpus
 from cogitator_memory.keywords.postings import COUNTED_KINDS, corpus_key
+from cogitator_memory.keywords.tokenizer import query_terms, stopwords_only
 from cogitator_memory.limits import check_limit
 from cogitator_memory.search.keyword_index import (
     Corpora,
@@ -29,7 +30,6 @@ from cogitator_memory.search.keyword_index import (
     rank_documents,
     score_documents,
 )
-from cogitator_memory.search.tokenizer import query_terms, stopwords_only
 
 __all__ = ["entry_bm25_scores", "search_thread_entries"]
 

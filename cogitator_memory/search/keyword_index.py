@@ -26,15 +26,15 @@ against the corpus rows read in step 1), steps 2 to 4 are replaced by scoring ev
 document holding a query term from memory, with the same arithmetic: exact, whatever the
 budget, and one query in all.
 
-Scores are computed as bm25s computes them (Lucene's idf, k1 1.5, b 0.75, float32 sums
-in query order), so a ranking equals bm25s's over the same documents. Every statement
-is portable SQL: SQLite and PostgreSQL give the same hits and scores.
+Scores are BM25's arithmetic of ``search/bm25_formula.py`` (bm25s's: Lucene's idf, k1 1.5,
+b 0.75, float32 sums in query order), so a ranking equals bm25s's over the same documents,
+and keyword search's scan ranks with the same numbers. Every statement is portable SQL:
+SQLite and PostgreSQL give the same hits and scores.
 """
 
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,20 +51,17 @@ from cogitator_memory.keywords.models import (
     KeywordTerm,
 )
 from cogitator_memory.keywords.postings import EMPTY_TERM
+from cogitator_memory.search.bm25_formula import CollectionStats, saturation, term_scores
 
 __all__ = [
     "Corpora",
     "Eligible",
-    "IndexStatistics",
     "corpora_of",
     "index_statistics",
     "rank_documents",
     "score_documents",
 ]
 
-# bm25s's defaults, which keyword search has always used.
-K1 = 1.5
-B = 0.75
 # Postings of the first block read of a term; each next block of it is as long as all
 # read before (one query each).
 FIRST_BLOCK = 200
@@ -78,23 +75,6 @@ ID_CHUNK = 500
 def index_terms(terms: Sequence[str]) -> list[str]:
     """Query terms as the index keeps them (cut to its longest term), distinct."""
     return list(dict.fromkeys(term[:MAX_TERM_LENGTH] for term in terms if term))
-
-
-@dataclass(frozen=True)
-class IndexStatistics:
-    """What BM25 needs to know of the whole collection searched."""
-
-    documents: int
-    average_length: float
-    frequencies: dict[str, int]
-
-    def idf(self, term: str) -> float:
-        """Lucene's idf, as bm25s computes it (float32)."""
-        held = self.frequencies.get(term, 0)
-        if not held:
-            return 0.0
-        weight = math.log(1 + (self.documents - held + 0.5) / (held + 0.5))
-        return float(np.float32(weight))
 
 
 @dataclass(frozen=True)
@@ -147,7 +127,7 @@ def _fetch(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         return list(cursor.fetchall())
 
 
-def index_statistics(corpora: Corpora, terms: Sequence[str]) -> IndexStatistics:
+def index_statistics(corpora: Corpora, terms: Sequence[str]) -> CollectionStats:
     """The statistics of every document of these corpora, for these terms: one query on
     ``KeywordTerm`` (or on the postings, for corpora it does not count)."""
     frequencies: dict[str, int] = {}
@@ -166,7 +146,7 @@ def index_statistics(corpora: Corpora, terms: Sequence[str]) -> IndexStatistics:
     # bm25s divides by the mean length; a collection of empty documents scores nothing.
     documents, tokens = corpora.documents, corpora.tokens
     average = tokens / documents if documents and tokens else 1.0
-    return IndexStatistics(documents, average, frequencies)
+    return CollectionStats(documents, average, frequencies)
 
 
 @dataclass(frozen=True)
@@ -246,7 +226,7 @@ class _Candidates:
         for term in terms:
             self.known[rows, self.columns[term]] = True
 
-    def scores(self, stats: IndexStatistics) -> np.ndarray:
+    def scores(self, stats: CollectionStats) -> np.ndarray:
         """Each document's score from the counts known (float32, query order)."""
         size = len(self.ids)
         lengths = self.lengths[:size]
@@ -258,25 +238,10 @@ class _Candidates:
         return total
 
 
-def term_scores(
-    idf: float, counts: np.ndarray, lengths: np.ndarray, average_length: float
-) -> np.ndarray:
-    """One term's BM25 part of each document, as bm25s computes it: the frequency part
-    in float64, times the float32 idf, stored as float32 (zero where ``counts`` is)."""
-    tfc = counts / (K1 * ((1 - B) + B * lengths / average_length) + counts)
-    scores: np.ndarray = (np.float64(idf) * tfc).astype(np.float32)
-    return scores
-
-
 def _kth(scores: np.ndarray, k: int) -> float:
     if len(scores) < k:
         return 0.0
     return float(np.partition(scores, len(scores) - k)[len(scores) - k])
-
-
-def _impact(count: float, length: float, average_length: float) -> float:
-    """A term's frequency part of BM25 for a document (below 1)."""
-    return count / (count + K1 * ((1 - B) + B * length / average_length))
 
 
 class _TermCursor:
@@ -299,8 +264,8 @@ class _TermCursor:
         count, length, _ = self.last
         # A later posting has this count and a longer (or equal) document, or fewer
         # occurrences in a document at least as long as they are.
-        same = _impact(count, length, average_length)
-        fewer = _impact(count - 1, count - 1, average_length) if count > 1 else 0.0
+        same = saturation(count, length, average_length)
+        fewer = saturation(count - 1, count - 1, average_length) if count > 1 else 0.0
         return self.idf * max(same, fewer)
 
     def read_block(
@@ -353,7 +318,7 @@ def _read_counts(
     return rows
 
 
-def _view_statistics(views: Sequence[CorpusView], terms: Sequence[str]) -> IndexStatistics:
+def _view_statistics(views: Sequence[CorpusView], terms: Sequence[str]) -> CollectionStats:
     """``index_statistics`` of the cached corpora, from their postings."""
     documents = sum(view.documents for view in views)
     tokens = sum(view.tokens for view in views)
@@ -363,7 +328,7 @@ def _view_statistics(views: Sequence[CorpusView], terms: Sequence[str]) -> Index
         if held:
             frequencies[term] = held
     average = tokens / documents if documents and tokens else 1.0
-    return IndexStatistics(documents, average, frequencies)
+    return CollectionStats(documents, average, frequencies)
 
 
 def _rank_views(

@@ -1,20 +1,22 @@
-"""Which embeddings a caller's scope lets a search return.
+"""Which embeddings a caller's grants let a search return.
 
 An ``EmbeddingFilter`` narrows a search the way the specification describes (an agent's
-rows and the rows of no agent); a ``Grants`` is the security boundary on top of it: the
+rows and the rows of no agent); ``Grants`` are the security boundary on top of it: the
 agents of the caller's grants and, where a grant names users, only those users' rows.
 
-A row is visible to a restricted scope when
+A row is visible to restricted grants when
 
 - its agent is granted, and the grant names no users or names the row's user; or
 - ``include_shared`` is on and the row belongs to no agent, user or thread (a shared
   document). A row of no agent that names a user or a thread is never shared: the id of a
   thread or user of someone else is not everybody's to see.
 
-Rows in the database are filtered with ``visible_q`` inside the query. Other stores can
-only take an ``EmbeddingFilter``, so ``search_visible`` narrows the filter as far as it
-can, drops what the scope does not allow from each answer, and asks again for more until
-it has ``limit`` visible hits or the store has no more.
+The rule is the embeddings' own (``embeddings/querysets.py``): rows in the database are
+filtered with ``Embedding.objects.visible_to(grants, include_shared=...)`` inside the
+query. Other stores can only take an ``EmbeddingFilter``, so ``search_visible`` narrows the
+filter as far as it can, drops what the grants do not reach from each answer
+(``is_visible``, the same rule in Python), and asks again for more until it has ``limit``
+visible hits or the store has no more.
 
 The owner kept in a row is a copy; the thread is the truth. Every answer is checked
 against it (``still_current``): a hit naming a thread is returned only if the caller can
@@ -29,10 +31,10 @@ from collections.abc import Callable
 from django.db.models import Q
 
 from cogitator_memory.embeddings.message_index import MESSAGE_SOURCE_TYPE, MESSAGES_INDEX
-from cogitator_memory.embeddings.models import AGENT_ID_KEY, INDEX_KEY, THREAD_ID_KEY, USER_ID_KEY
+from cogitator_memory.embeddings.querysets import is_visible
 from cogitator_memory.embeddings.stores.base import scope_value
-from cogitator_memory.embeddings.types import EmbeddingFilter, SearchHit, StoredEmbedding
-from cogitator_memory.grants import Grants, grants_condition
+from cogitator_memory.embeddings.types import INDEX_KEY, THREAD_ID_KEY, EmbeddingFilter, SearchHit
+from cogitator_memory.grants import Grants
 from cogitator_memory.threads.models import Entry, Thread
 
 # The most hits ``search_visible`` asks a store for at once; past it, what was found is
@@ -41,29 +43,6 @@ MAX_FETCH = 10_000
 FETCH_GROWTH = 4
 
 SearchRun = Callable[[EmbeddingFilter | None, int], list[SearchHit]]
-
-
-def visible_q(grants: Grants, *, include_shared: bool) -> Q | None:
-    """The condition on ``Embedding`` rows of what ``scope`` may see (the one scope rule,
-    ``scope.grants_condition``, on the rows' agent and user, plus shared rows where
-    allowed); None when it may see nothing. An unrestricted scope sees every row."""
-    condition = grants_condition(grants, agent_field="agent_id", user_field="user_id")
-    if grants.agent_ids is None or not include_shared:
-        return condition
-    shared = Q(agent_id__isnull=True, user_id__isnull=True, thread_id__isnull=True)
-    return shared if condition is None else condition | shared
-
-
-def is_visible(embedding: StoredEmbedding, grants: Grants, *, include_shared: bool) -> bool:
-    """Whether ``scope`` may see this embedding (the rule of ``visible_q``, in Python)."""
-    if grants.agent_ids is None:
-        return True
-    agent_id = scope_value(embedding.metadata, AGENT_ID_KEY)
-    user_id = scope_value(embedding.metadata, USER_ID_KEY)
-    if agent_id is None:
-        thread_id = scope_value(embedding.metadata, THREAD_ID_KEY)
-        return include_shared and user_id is None and thread_id is None
-    return grants.allows(agent_id, user_id)
 
 
 def current_q(grants: Grants | None) -> Q:

@@ -11,7 +11,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from django.db import connections, router
-from django.db.models import Subquery
 
 from cogitator_memory.threads.models import Entry
 
@@ -57,7 +56,8 @@ def branch_chunks(
 
     The thread's entries up to its first fork (``Thread.fork_seq``; all of them when it
     never forked) form one chain, each the parent of the next by seq: that part of the
-    branch is read by seq through the (thread, seq) index, a range per chunk; the entries
+    branch is read by seq through the (thread, seq) index, a window of seqs per chunk
+    (another past each gap deleted entries left); the entries
     after the fork are walked from parent to parent. Every entry read by seq is checked
     to be the parent of the one before, so rows written around the services (a fork the
     thread does not know of) only cost a walk from where the chain breaks.
@@ -80,20 +80,42 @@ def branch_chunks(
                     return
                 continue
         wanted = size - len(chunk)
-        below = Subquery(Entry.objects.filter(pk=expected).values("seq")[:1])
-        rows = Entry.objects.filter(thread_id=thread_id, seq__lte=below).order_by("-seq")
-        read = list(rows[:wanted])
-        for entry in read:
-            if entry.pk != expected:
-                chained = False
-                break
-            chunk.append(entry)
-            expected = entry.parent_id
-        else:
-            # Fewer rows than asked for while the branch goes on: the chain is broken.
-            chained = chained and (len(read) == wanted or expected is None)
+        while wanted and expected is not None and chained:
+            read = _seq_window(thread_id, expected, wanted)
+            # Fewer rows than asked for while the branch goes on: a gap of deleted entries,
+            # read past by the next window; none, or another entry than the one expected:
+            # the chain is broken.
+            chained = bool(read)
+            for entry in read:
+                if entry.pk != expected:
+                    chained = False
+                    break
+                chunk.append(entry)
+                expected = entry.parent_id
+            wanted = size - len(chunk)
         if chunk:
             yield chunk
+
+
+def _seq_window(thread_id: str, top_id: str, size: int) -> list[Entry]:
+    """The thread's entries of the ``size`` seqs down from the one of ``top_id``, newest
+    first: a window of seqs, not only an upper bound, so that whatever plan the database
+    picks it reads at most ``size`` rows. With an upper bound alone, PostgreSQL reads and
+    sorts every entry of the thread below it when its statistics do not know the thread
+    (one written since the last ANALYZE looks small): a read proportional to the thread.
+    Plain SQL, as ``walk_up``: it runs for every chunk of every branch read, and compiling
+    it through the ORM costs more than running it."""
+    table, pk, _, seq = _tables()
+    thread = connections[router.db_for_read(Entry)].ops.quote_name(
+        Entry._meta.get_field("thread").get_attname_column()[1] or "thread_id"
+    )
+    top = f"(SELECT u.{seq} FROM {table} u WHERE u.{pk} = %s)"
+    sql = (
+        f"SELECT {table}.* FROM {table} WHERE {table}.{thread} = %s"
+        f" AND {table}.{seq} <= {top} AND {table}.{seq} > {top} - %s"
+        f" ORDER BY {table}.{seq} DESC LIMIT %s"
+    )
+    return list(Entry.objects.raw(sql, [thread_id, top_id, top_id, size, size]))
 
 
 def doubling(first: int, most: int) -> Iterator[int]:

@@ -277,6 +277,27 @@ def test_preview_of_a_missing_thread_is_not_found(admin_client: Client) -> None:
     assert response.status_code == 404
 
 
+def test_a_relevant_preview_without_an_embedding_service_is_recent_and_says_so(
+    staff_client: Client, parcel: Parcel
+) -> None:
+    # when: the test settings configure no embedding service
+    response = preview(staff_client, parcel.thread, strategy="relevant", current_input="News?")
+
+    # then the context recent builds, with the fallback among its errors
+    assert response.status_code == 200
+    assert not response.context["form"].errors
+    built = response.context["built"]
+    assert [message["content"] for message in built.messages] == [
+        "Where is my parcel?",
+        "It left the depot.",
+        "When will it arrive?",
+    ]
+    assert [error.source for error in built.errors] == ["relevance"]
+    html = response.content.decode()
+    assert 'id="cm-built"' in html
+    assert "relevance: EmbeddingsNotConfigured: the relevant strategy needs" in html
+
+
 # --- bad input ---------------------------------------------------------------------------
 
 
@@ -286,7 +307,6 @@ def test_preview_of_a_missing_thread_is_not_found(admin_client: Client) -> None:
         ({"max_tokens": -5}, "max_tokens", "greater than or equal to 1"),
         ({"max_tokens": "many"}, "max_tokens", "Enter a whole number."),
         ({"strategy": "newest"}, "strategy", "Select a valid choice."),
-        ({"strategy": "relevant"}, "strategy", "The relevant strategy needs an embedding service"),
         ({"leaf_id": "ent_missing"}, "leaf_id", "is not an entry of thread 'parcel'"),
         ({"as_of": "yesterday"}, "as_of", "Enter a valid date/time."),
     ],

@@ -214,9 +214,29 @@ def test_settings_the_builder_refuses_are_a_400(client: APIClient, conversation:
     over = {"facts": {"share": 0.6}, "recall": {"share": 0.6}}
     body = build(client, thread_id=thread, max_tokens=100, partitions=over).json()
     assert body["code"] == "invalid_context_config", body
-    # relevant needs an embedding service, which these settings do not configure
-    body = build(client, thread_id=thread, max_tokens=100, strategy="relevant").json()
-    assert body["code"] == "invalid_context_config", body
+
+
+def test_relevant_without_an_embedding_service_is_built_as_recent_and_says_so(
+    client: APIClient, conversation: Conversation
+):
+    # given settings that configure no embedding service
+    thread = conversation.thread_id
+    # when
+    response = build(
+        client, thread_id=thread, max_tokens=2000, strategy="relevant", current_input="Any news?"
+    )
+    # then a 200 with the context recent builds, and the fallback in errors
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    recent = build(
+        client, thread_id=thread, max_tokens=2000, strategy="recent", current_input="Any news?"
+    ).json()
+    assert body["messages"] == recent["messages"]
+    history = [message["content"] for message in body["messages"]]
+    assert history == ["Where is my parcel?", "It left the depot.", "When will it arrive?"]
+    assert [error["source"] for error in body["errors"]] == ["relevance"]
+    assert "embedding service" in body["errors"][0]["message"]
+    assert "built as recent" in body["errors"][0]["message"]
 
 
 def test_recall_of_a_thread_says_how_the_turn_was_read_and_what_found_each_hit(
@@ -274,6 +294,26 @@ def test_recall_of_items_by_agent_and_user_stays_within_grants(
     assert_error(recall(narrow, agent_id="agent-a", input="parcel"), 403, "permission_denied")
     mine = recall(narrow, agent_id="agent-a", user_id="u2", input="parcel depot").json()
     assert mine["hits"] == []
+
+
+def test_a_recall_refused_for_no_user_names_the_field_the_request_used(
+    client: APIClient, make_user: Any
+):
+    # given a grant that names users
+    from tests.api.conftest import token_client
+
+    narrow = token_client(make_user("una", {"agent-a": ["u2"]}))
+    # when recall names no user_id, then another user's
+    no_user = assert_error(
+        recall(narrow, agent_id="agent-a", input="parcel"), 403, "permission_denied"
+    )
+    other = assert_error(
+        recall(narrow, agent_id="agent-a", user_id="u1", input="parcel"), 403, "permission_denied"
+    )
+    # then the refusal asks for user_id, the recall request's field (not a thread's
+    # metadata.userId)
+    assert no_user["message"] == "Your grant for agent 'agent-a' names users: give user_id."
+    assert other["message"] == "You have no grant for user 'u1' of agent 'agent-a'."
 
 
 @pytest.mark.parametrize(

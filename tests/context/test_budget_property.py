@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from cogitator_memory.context.builder import ContextBuilder
 from cogitator_memory.context.config import ContextBuilderConfig, ContextBuilderDeps
-from cogitator_memory.search.retrieval_types import QueryAnalysis, RecallHit, Retrieval
+from cogitator_memory.recall.types import QueryAnalysis, RecallHit, Retrieval
 from cogitator_memory.threads import services
 from cogitator_memory.tokens import count_messages_tokens
 from tests.context.support import AGENT, new_thread

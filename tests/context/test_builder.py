@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cogitator_memory.context.build import HISTORY_READ_FLOOR
+from cogitator_memory.context.build_run import HISTORY_READ_FLOOR
 from cogitator_memory.context.builder import ContextBuilder
 from cogitator_memory.context.config import ContextBuilderConfig
 from cogitator_memory.context.seams import GraphContext, GraphLine

@@ -14,7 +14,7 @@ from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import ItemKind, MemoryItem, Trust
 from cogitator_memory.items.services import MemoryItems
 from cogitator_memory.items.statements import NewItem
-from cogitator_memory.search.retrieval_types import (
+from cogitator_memory.recall.types import (
     ChannelScore,
     QueryAnalysis,
     RecallError,
@@ -309,11 +309,11 @@ def test_recalled_items_are_counted_as_retrieved_in_the_background(
 def test_a_branch_longer_than_the_whole_read_is_searched_in_the_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from cogitator_memory.context import build as build_module
+    from cogitator_memory.context import build_run
 
-    monkeypatch.setattr(build_module, "HYBRID_WHOLE_HISTORY", 10)
-    monkeypatch.setattr(build_module, "HISTORY_READ_FLOOR", 10)
-    monkeypatch.setattr(build_module, "SCORED_ENTRIES", 5)
+    monkeypatch.setattr(build_run, "HYBRID_WHOLE_HISTORY", 10)
+    monkeypatch.setattr(build_run, "HISTORY_READ_FLOOR", 10)
+    monkeypatch.setattr(build_run, "SCORED_ENTRIES", 5)
     thread = new_thread()
     entries = conversation(thread, 60, start=datetime(2026, 5, 1, tzinfo=UTC))
     retriever = FakeRetriever()

@@ -15,7 +15,7 @@ from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import ItemKind, Trust
 from cogitator_memory.items.services import MemoryItems
 from cogitator_memory.items.statements import NewItem
-from cogitator_memory.search.retriever import MemoryRetriever
+from cogitator_memory.recall.retriever import MemoryRetriever
 from tests.context.support import AGENT, USER, conversation, new_thread, say
 from tests.search.support import CONCEPT_PROVIDER, ConceptEmbeddings, embeddings_settings
 

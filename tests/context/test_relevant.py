@@ -8,12 +8,12 @@ import pytest
 from django.db import OperationalError
 from django.test import override_settings
 
-from cogitator_memory.context import build as build_module
+from cogitator_memory.context import build_run
 from cogitator_memory.context.builder import ContextBuilder
 from cogitator_memory.context.config import ContextBuilderConfig, ContextBuilderDeps
 from cogitator_memory.embeddings import message_index
 from cogitator_memory.embeddings.stores.exact import ExactEmbeddingStore
-from cogitator_memory.exceptions import InvalidContextConfig
+from cogitator_memory.exceptions import EmbeddingsNotConfigured
 from cogitator_memory.tokens import count_entry_tokens, count_tokens
 from tests.context.support import AGENT, contents, new_thread, say
 from tests.search.support import (
@@ -52,12 +52,38 @@ def relevant(service: Any = None, *, max_tokens: int = 40, **deps: Any) -> Conte
     )
 
 
-def test_relevant_needs_an_embedding_service() -> None:
-    with (
-        override_settings(COGITATOR_MEMORY=embeddings_settings(None)),
-        pytest.raises(InvalidContextConfig, match="The relevant strategy needs an embedding"),
-    ):
-        ContextBuilder(ContextBuilderConfig(max_tokens=100, strategy="relevant"))
+def test_relevant_without_an_embedding_service_is_built_as_recent_and_says_so() -> None:
+    # given a conversation and no embedding service configured
+    thread = new_thread()
+    entries = topics(thread)
+    room = count_entry_tokens(entries[-1]) + count_entry_tokens(entries[-2]) + count_tokens(INPUT)
+    with override_settings(COGITATOR_MEMORY=embeddings_settings(None)):
+        builder = ContextBuilder(
+            ContextBuilderConfig(max_tokens=room, reserve_tokens=0, strategy="relevant")
+        )
+        # when
+        context = builder.build(thread, AGENT, current_input=INPUT)
+        recent = ContextBuilder(
+            ContextBuilderConfig(max_tokens=room, reserve_tokens=0, strategy="recent")
+        ).build(thread, AGENT, current_input=INPUT)
+    # then the context recent builds, and one relevance error naming what is missing
+    assert contents(context.messages) == [entries[-2].content, entries[-1].content]
+    assert context.messages == recent.messages
+    assert context.dropped.entries == recent.dropped.entries
+    assert [error.source for error in context.errors] == ["relevance"]
+    assert context.errors[0].message.startswith("EmbeddingsNotConfigured: the relevant strategy")
+    assert isinstance(context.errors[0].error, EmbeddingsNotConfigured)
+
+
+def test_relevant_without_a_service_or_an_input_is_recent_without_an_error() -> None:
+    thread = new_thread()
+    entries = topics(thread)
+    with override_settings(COGITATOR_MEMORY=embeddings_settings(None)):
+        context = ContextBuilder(
+            ContextBuilderConfig(max_tokens=1000, reserve_tokens=0, strategy="relevant")
+        ).build(thread, AGENT)
+    assert contents(context.messages) == [entry.content for entry in entries]
+    assert context.errors == []
 
 
 def test_relevant_keeps_the_most_similar_entries_in_conversation_order() -> None:
@@ -167,7 +193,7 @@ def test_a_history_that_fails_to_load_is_reported_and_the_rest_is_built(
     def down(*args: Any, **kwargs: Any) -> list[Any]:
         raise OperationalError("could not connect to server")
 
-    monkeypatch.setattr(build_module, "read_history", down)
+    monkeypatch.setattr(build_run, "read_history", down)
     context = relevant().build(thread, AGENT, system_prompt="Hi.", current_input="car")
     assert context.messages == [{"role": "system", "content": "Hi."}]
     assert [(e.source, e.message) for e in context.errors] == [

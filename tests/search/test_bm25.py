@@ -12,19 +12,24 @@ from datetime import UTC, datetime, timedelta
 import bm25s
 import numpy as np
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from cogitator_memory.embeddings.stores.exact import ExactEmbeddingStore
 from cogitator_memory.embeddings.types import EmbeddingFilter, NewEmbedding, SearchHit
 from cogitator_memory.exceptions import InvalidInput
 from cogitator_memory.grants import Grants
-from cogitator_memory.search.bm25 import (
+from cogitator_memory.keywords.tokenizer import query_terms, tokenize
+from cogitator_memory.search.bm25 import KeywordSearchUnavailable, keyword_search
+from cogitator_memory.search.bm25_formula import (
+    K1,
+    B,
     CollectionStats,
     Document,
-    KeywordSearchUnavailable,
     bm25_scores,
-    keyword_search,
+    saturation,
+    term_scores,
 )
-from cogitator_memory.search.tokenizer import query_terms, tokenize
 from tests.search.conftest import IndexText
 
 pytestmark = pytest.mark.django_db
@@ -163,6 +168,54 @@ def test_the_limit_keeps_the_best_hits(index_text: IndexText):
     assert sources(hits) == sorted(expected, key=lambda s: -expected[s])[:2]
 
 
+def scores_of(hits: Sequence[SearchHit]) -> dict[str, float]:
+    return {hit.embedding.source_id: hit.score for hit in hits}
+
+
+@pytest.mark.parametrize("query", ["parcel harbor", "parcel", "harbor resent inside"])
+def test_the_index_and_the_scan_give_every_row_the_same_score_as_bm25s(
+    index_text: IndexText, query: str
+):
+    # given the collection, every row tagged so that a filter on metadata admits them all
+    for source_id, text in COLLECTION.items():
+        index_text(source_id, text, tag="all")
+    # when: without a filter on metadata the keyword index ranks; with one, the scan
+    with CaptureQueriesContext(connection) as by_index:
+        indexed = keyword_search(query, limit=10)
+    with CaptureQueriesContext(connection) as by_scan:
+        scanned = keyword_search(query, limit=10, filter=EmbeddingFilter(metadata={"tag": "all"}))
+    # then each path ran (postings read by the first only), with one arithmetic
+    assert any("keywordposting" in q["sql"] for q in by_index.captured_queries)
+    assert not any("keywordposting" in q["sql"] for q in by_scan.captured_queries)
+    expected = bm25_over_every_row(query, COLLECTION)
+    assert sources(indexed) == sources(scanned)
+    assert scores_of(indexed) == pytest.approx(scores_of(scanned), rel=1e-6)
+    assert scores_of(indexed) == pytest.approx(expected, rel=1e-6)
+    assert scores_of(scanned) == pytest.approx(expected, rel=1e-6)
+
+
+def test_one_formula_scores_the_index_and_the_documents_in_memory():
+    # given a term held by 3 of 10 documents averaging 4 tokens
+    stats = CollectionStats(documents=10, average_length=4.0, frequencies={"parcel": 3})
+    counts, lengths = np.array([0.0, 1.0, 2.0]), np.array([4.0, 4.0, 8.0])
+    # when
+    by_term = term_scores(stats.idf("parcel"), counts, lengths, stats.average_length)
+    by_document = bm25_scores(
+        ["parcel"],
+        [Document(4, {}), Document(4, {"parcel": 1}), Document(8, {"parcel": 2})],
+        stats,
+    )
+    # then: Lucene's idf, the saturation with length normalization, in float32
+    weight = np.log(1 + (10 - 3 + 0.5) / (3 + 0.5))
+    assert stats.idf("parcel") == pytest.approx(weight, rel=1e-7)
+    assert saturation(2, 8, 4.0) == pytest.approx(2 / (2 + K1 * (1 - B + B * 8 / 4)))
+    assert by_term.dtype == by_document.dtype == np.float32
+    assert by_term.tolist() == by_document.tolist()
+    assert by_term.tolist() == pytest.approx(
+        [0.0, weight * saturation(1, 4, 4.0), weight * saturation(2, 8, 4.0)], rel=1e-6
+    )
+
+
 def test_collection_statistics_replace_those_of_the_indexed_documents():
     # given two documents of a collection of 100 rows, where "parcel" is in 50 rows
     terms = ["parcel", "zebra"]
@@ -191,11 +244,34 @@ def test_with_their_own_statistics_scores_equal_those_of_bm25s():
     reference.index(documents, show_progress=False)
     # when
     scores = bm25_scores(terms, [Document.of(d, terms) for d in documents], stats)
-    # then: the subclass changes where the statistics come from, nothing else
+    # then: the statistics come from elsewhere, the arithmetic is bm25s's
     np.testing.assert_allclose(scores, reference.get_scores(terms), rtol=1e-6)
 
 
 # --- words -----------------------------------------------------------------------------
+
+
+def test_a_document_is_found_by_an_inflected_query_word(index_text: IndexText):
+    # given
+    index_text("hike", "We hiked up the mountain last summer.")
+    index_text("study", "She studies pottery on Sundays.")
+    index_text("other", "The parcel left the depot.")
+    # when
+    hiking = keyword_search("Who goes hiking?", limit=10)
+    studying = keyword_search("what does she study", limit=10)
+    # then
+    assert sources(hiking) == ["hike"]
+    assert sources(studying) == ["study"]
+
+
+def test_a_document_holding_only_stopwords_of_the_query_is_not_found(index_text: IndexText):
+    # given
+    index_text("parcel", "The parcel is at the harbor.")
+    index_text("stops", "It is what it is, and that is all.")
+    # when
+    hits = keyword_search("where is the parcel", limit=10)
+    # then
+    assert sources(hits) == ["parcel"]
 
 
 def test_words_match_in_any_case_beyond_ascii_letters_too(index_text: IndexText):
@@ -351,9 +427,9 @@ def test_a_scope_without_shared_rows_sees_only_its_agents(scoped_rows: None):
 
 def test_a_grant_naming_users_sees_only_those_users_rows(scoped_rows: None):
     # given
-    scope = Grants.for_agents(["agent-a"], {"agent-a": ["u1"]})
+    grants = Grants.for_agents(["agent-a"], {"agent-a": ["u1"]})
     # when
-    found = keyword_sources(grants=scope, include_shared=False)
+    found = keyword_sources(grants=grants, include_shared=False)
     # then
     assert found == ["a-u1"]
 

@@ -7,8 +7,8 @@ import pytest
 
 from cogitator_memory.exceptions import InvalidInput
 from cogitator_memory.keywords.models import KeywordCorpus, KeywordPosting, KeywordTerm
+from cogitator_memory.keywords.tokenizer import query_terms, tokenize
 from cogitator_memory.search.entry_keywords import entry_bm25_scores, search_thread_entries
-from cogitator_memory.search.tokenizer import query_terms, tokenize
 from cogitator_memory.threads import services
 
 pytestmark = pytest.mark.django_db

@@ -307,9 +307,9 @@ def test_a_scope_sees_only_its_agents_rows_in_every_mode(owned_rows: None, mode:
 @pytest.mark.parametrize("mode", MODES)
 def test_a_grant_naming_users_sees_only_their_rows_in_every_mode(owned_rows: None, mode: str):
     # given
-    scope = Grants.for_agents(["agent-a", "agent-c"], {"agent-a": ["u2"]})
+    grants = Grants.for_agents(["agent-a", "agent-c"], {"agent-a": ["u2"]})
     # when
-    found = search_sources(mode, "puppy parcel", grants=scope, include_shared=False)
+    found = search_sources(mode, "puppy parcel", grants=grants, include_shared=False)
     # then
     assert found == ["a-u2"]
 

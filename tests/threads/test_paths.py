@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from cogitator_memory.threads import selectors
 from cogitator_memory.threads.models import Entry, Thread
-from cogitator_memory.threads.paths import walk_ids_until, walk_up
+from cogitator_memory.threads.paths import branch_chunks, walk_ids_until, walk_up
 from tests.factories import EntryFactory, ThreadFactory, create_branch
 
 pytestmark = pytest.mark.django_db
@@ -220,3 +220,39 @@ def test_get_path_with_leaf_id_costs_the_same_on_a_long_thread(
     assert len(long) == len(short)
     assert len(long) <= 4, long
     assert max(walk_steps(long)) <= MAX_STEP
+
+
+# --- reading by seq --------------------------------------------------------------------
+
+
+def test_every_read_by_seq_is_a_window_of_seqs(long_thread: Thread) -> None:
+    # given / when
+    queries = queries_of_get_path(long_thread)
+    # then: each read by seq bounds seq from below too, so no plan the database picks for
+    # it (one that sorts the thread's entries below the leaf) reads more than its window
+    reads = [sql for sql in queries if 'ORDER BY "cogitator_memory_entry"."seq" DESC' in sql]
+    assert reads, queries
+    for sql in reads:
+        assert re.search(r'"cogitator_memory_entry"\."seq" <= ', sql), sql
+        assert re.search(r'"cogitator_memory_entry"\."seq" > ', sql), sql
+
+
+def test_a_gap_in_the_seqs_of_a_chain_is_read_past_by_seq(thread: Thread) -> None:
+    # given a branch of 120 entries whose 50th and 51st rows went around the services (the
+    # 52nd now follows the 49th), leaving a gap in the chain's seqs
+    entries = create_branch(thread, 120)
+    Entry.objects.filter(pk=entries[51].id).update(parent_id=entries[48].id)
+    Entry.objects.filter(pk__in=[entries[49].id, entries[50].id]).delete()
+    thread.refresh_from_db()
+    kept = [entry for n, entry in enumerate(entries) if n not in (49, 50)]
+    # when
+    with CaptureQueriesContext(connection) as captured:
+        chunks = list(
+            branch_chunks(thread.id, thread.active_leaf_id, thread.fork_seq, iter([100, 100]))
+        )
+    # then the whole branch, nearest first, read by seq (a window past the gap), no walk
+    assert [entry.id for chunk in chunks for entry in chunk] == ids(kept[::-1])
+    sql = [query["sql"] for query in captured.captured_queries]
+    assert not any("WITH RECURSIVE" in statement for statement in sql), sql
+    # (two windows for the first chunk of 100, one for the rest)
+    assert len(sql) == 3, sql

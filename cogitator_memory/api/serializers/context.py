@@ -20,7 +20,6 @@ from cogitator_memory.api.serializers.fields import (
 from cogitator_memory.api.serializers.items import ItemSerializer
 from cogitator_memory.api.serializers.search import SearchHitSerializer
 from cogitator_memory.api.serializers.threads import entry_id_field
-from cogitator_memory.context.built import BuiltContext
 from cogitator_memory.context.config import (
     MAX_REQUEST_BUDGET,
     MAX_REQUEST_INPUT_CHARS,
@@ -28,7 +27,8 @@ from cogitator_memory.context.config import (
     STRATEGIES,
 )
 from cogitator_memory.context.partitions import PARTITION_NAMES
-from cogitator_memory.search.retrieval_types import QUERY_KINDS, RecallHit, Retrieval
+from cogitator_memory.context.result import BuiltContext
+from cogitator_memory.recall.types import QUERY_KINDS, RecallHit, Retrieval
 
 MAX_BUDGET = MAX_REQUEST_BUDGET
 MAX_PROMPT_CHARS = MAX_REQUEST_PROMPT_CHARS
@@ -89,8 +89,9 @@ class ContextRequestSerializer(serializers.Serializer):
     strategy = StrictChoiceField(
         choices=list(STRATEGIES),
         required=False,
-        help_text="recent, relevant (needs an embedding service) or hybrid; hybrid where an "
-        "embedding service is configured, else recent, when absent.",
+        help_text="recent, relevant or hybrid; hybrid where an embedding service is "
+        "configured, else recent, when absent. Relevant without an embedding service is "
+        "built as recent, with a relevance entry in `errors`.",
     )
     max_tokens = StrictIntegerField(min_value=1, max_value=MAX_BUDGET, help_text="The budget.")
     reserve_tokens = StrictIntegerField(

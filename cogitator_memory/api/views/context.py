@@ -36,7 +36,7 @@ from cogitator_memory.context.config import (
 )
 from cogitator_memory.exceptions import ThreadNotFound
 from cogitator_memory.grants import MemoryScope
-from cogitator_memory.search.retriever import MemoryRetriever
+from cogitator_memory.recall.retriever import MemoryRetriever
 from cogitator_memory.threads.selectors import entry_in_thread
 
 
@@ -123,7 +123,7 @@ class RecallView(MemoryAPIView):
         agent_id, user_id = params["agent_id"], params.get("user_id")
         # Refused before anything is looked up, so a caller learns nothing of memory its
         # grants do not reach.
-        policy.require_read(self.grants, agent_id, user_id)
+        policy.require_read(self.grants, agent_id, user_id, user_field="user_id")
         options: dict[str, Any] = {}
         if "thread_id" in params:
             thread = self.visible_thread(params["thread_id"])

@@ -40,7 +40,6 @@ from cogitator_memory.api.views.base import COMMON_ERRORS, ERROR_400, MemoryAPIV
 from cogitator_memory.exceptions import (
     EntryNotInThread,
     MemoryFileNotFound,
-    NoGrant,
 )
 from cogitator_memory.files.access import FileAccess, Place
 from cogitator_memory.files.limits import check_text_parameters
@@ -96,16 +95,8 @@ class FileAPIView(MemoryAPIView):
 
     def require_grant(self, scope: MemoryScope) -> None:
         """``NoGrant`` (403) for a change in a scope the grants do not reach."""
-        try:
-            policy.require_write(self.grants, scope.agent_id, scope.user_id)
-        except NoGrant as refusal:
-            if scope.user_id is None and self.grants.allows_agent(scope.agent_id):
-                # The thread's wording names metadata.userId; a file's scope names user_id.
-                refusal.message = (
-                    f"Your grant for agent {scope.agent_id!r} names users: give user_id."
-                )
-                refusal.args = (refusal.message,)
-            raise
+        # A file's scope names its user as user_id (a thread's as metadata.userId).
+        policy.require_write(self.grants, scope.agent_id, scope.user_id, user_field="user_id")
 
     def access(self, params: FileScopeSerializer, *, author: str = Author.MODEL) -> FileAccess:
         """The access of a request whose scope the grants reach: its scope, its place

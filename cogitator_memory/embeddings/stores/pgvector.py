@@ -52,6 +52,7 @@ pgvector-python's Django pieces, and where SQL stays raw:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any, cast
 
 import numpy as np
 from django.db import transaction
@@ -352,4 +353,5 @@ class PgVectorEmbeddingStore(DatabaseEmbeddingStore):
         )
         if threshold is not None:
             rows = rows.filter(distance__lte=1.0 - float(threshold))
-        return [(row, float(row.distance)) for row in rows.order_by("distance", "pk")]
+        # The rows of a GrantedQuerySet are typed as the plain model, without annotations.
+        return [(row, float(cast(Any, row).distance)) for row in rows.order_by("distance", "pk")]

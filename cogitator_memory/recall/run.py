@@ -1,7 +1,7 @@
 """One recall search: ``RecallRun`` runs the channels of turns and items, fuses them,
 follows the best hits (the item graph, evidence, neighbours), fuses again, rescores, lays
 the best hits out for diversity, reranks the best and, past the context builder's ranks,
-puts the turns of a speaker the input names first (``search/retriever.py``'s docstring says
+puts the turns of a speaker the input names first (``recall/retriever.py``'s docstring says
 what comes back).
 """
 
@@ -9,17 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from cogitator_memory.search.item_channels import ItemChannels
-from cogitator_memory.search.rerank import maximal_marginal_relevance
-from cogitator_memory.search.rescoring import (
+from cogitator_memory.recall.channels import RERANKER
+from cogitator_memory.recall.item_channels import ItemChannels
+from cogitator_memory.recall.rerank import maximal_marginal_relevance
+from cogitator_memory.recall.rescoring import (
     CONTEXT_RANKS,
     MMR_BALANCE,
     MMR_CHOSEN,
     MMR_DEPTH,
     Rescoring,
 )
-from cogitator_memory.search.retrieval_types import ChannelScore, RecallHit, Retrieval
-from cogitator_memory.search.turn_channels import TurnChannels
+from cogitator_memory.recall.turn_channels import TurnChannels
+from cogitator_memory.recall.types import ChannelScore, RecallHit, Retrieval
 
 __all__ = ["RecallRun"]
 
@@ -82,7 +83,7 @@ class RecallRun(TurnChannels, ItemChannels, Rescoring):
             channel: places[key] for channel, places in self._places.items() if key in places
         }
         if key in self._reranked:
-            channels["reranker"] = ChannelScore(
+            channels[RERANKER] = ChannelScore(
                 rank=sorted(self._reranked.values(), reverse=True).index(self._reranked[key]) + 1,
                 score=self._reranked[key],
             )

@@ -1,5 +1,7 @@
-"""One ``build()`` of a context builder: load each part, fit the partitions, lay out the
-messages. A part that fails to load is left out and reported with its source."""
+"""One ``build()`` of a context builder, step by step (``ContextBuild``): load each part,
+select the history by the strategy, fit the partitions, lay out the messages. A part that
+fails to load is left out and reported with its source. ``ContextBuilder``
+(``context/builder.py``) is the public face; ``context/result.py`` is what it returns."""
 
 from __future__ import annotations
 
@@ -12,7 +14,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cogitator_memory.compaction.history import COMPACTION
 from cogitator_memory.context.assembler import Assembly, ContextBlock
-from cogitator_memory.context.built import BuiltContext, ContextBuildError, ErrorSource
 from cogitator_memory.context.facts import (
     fact_blocks,
     facts_among,
@@ -21,14 +22,15 @@ from cogitator_memory.context.facts import (
     read_facts,
 )
 from cogitator_memory.context.history import entry_block, summary_block
-from cogitator_memory.context.hybrid import recall_for_turn
 from cogitator_memory.context.layout import built_context, history_kept, is_fact
 from cogitator_memory.context.reading import read_history
+from cogitator_memory.context.recall_step import recall_for_turn
 from cogitator_memory.context.relevance import (
     SCORED_ENTRIES,
     cosines_from_index,
     cosines_in_process,
 )
+from cogitator_memory.context.result import BuiltContext, ContextBuildError, ErrorSource
 from cogitator_memory.context.semantic import search_results, semantic_blocks
 from cogitator_memory.context.turn_context import (
     FROM_MEMORY,
@@ -41,7 +43,7 @@ from cogitator_memory.context.turn_context import (
     line_tokens,
     turn_groups,
 )
-from cogitator_memory.exceptions import EntryNotInThread, ThreadNotFound
+from cogitator_memory.exceptions import EmbeddingsNotConfigured, EntryNotInThread, ThreadNotFound
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.threads.models import CONVERSATION_TYPES, Thread
 from cogitator_memory.tokens import count_tokens
@@ -66,6 +68,13 @@ HISTORY_READ_FLOOR = 200
 # next to it, which the keyword index of entries does not); a longer thread's branch is
 # searched through that index. LoCoMo's conversations run to about 700 turns.
 HYBRID_WHOLE_HISTORY = 1000
+# Why a relevant build kept the recent history instead (the specification's build() falls
+# back to recent when relevance cannot be scored, and reports it).
+NO_EMBEDDING_SERVICE = (
+    "EmbeddingsNotConfigured: the relevant strategy needs an embedding service "
+    "(COGITATOR_MEMORY['EMBEDDINGS']['PROVIDER'], or deps.embedding_service); "
+    "the context was built as recent."
+)
 # What a build never swallows: the caller's mistakes.
 ARGUMENT_ERRORS = (ThreadNotFound, EntryNotInThread)
 
@@ -152,6 +161,8 @@ class ContextBuild:
         many entries to read at first (what the bound needs at least)."""
         indexed = self.builder.uses_message_index()
         strategy = self.config.strategy
+        if strategy == "relevant" and self.builder.embedding_service() is None:
+            strategy = "recent"
         if strategy == "relevant" and indexed:
             return None, HISTORY_READ_FLOOR
         if strategy == "relevant" and not self.current_input:
@@ -384,9 +395,15 @@ class ContextBuild:
 
     def relevant_history(self) -> HistorySelection:
         """The entries most similar to the input that fit, sent in conversation order;
-        the recent run without an input or when scoring fails."""
+        the recent run without an input, without an embedding service (reported under
+        relevance) or when scoring fails."""
+        if not self.current_input or not self.conversation:
+            return self.recent_history()
         service = self.builder.embedding_service()
-        if not self.current_input or service is None or not self.conversation:
+        if service is None:
+            self.errors.append(
+                ContextBuildError("relevance", NO_EMBEDDING_SERVICE, EmbeddingsNotConfigured())
+            )
             return self.recent_history()
         text = self.current_input
         if self.builder.uses_message_index():

@@ -1,5 +1,5 @@
-"""The recall of hybrid: older turns and memory items the retriever found for the turn,
-as blocks of the recall partition, best first.
+"""Recalled turns and memory items as blocks of the recall partition, best first: what
+the retriever found for the turn (``context/recall_step.py`` asks it), laid out.
 
 - "Earlier in this conversation:": each turn dated in the turn's zone, with the turn next
   to it that makes it readable (the reply to a user's message, the message a reply
@@ -24,7 +24,7 @@ from cogitator_memory.context.turn_context import (
     turn_groups,
 )
 from cogitator_memory.items.models import MemoryItem
-from cogitator_memory.search.retrieval_types import RecallHit
+from cogitator_memory.recall.types import RecallHit
 from cogitator_memory.threads.models import CONVERSATION_TYPES, Entry
 from cogitator_memory.threads.text import entry_text
 from cogitator_memory.tokens import truncate_to_tokens

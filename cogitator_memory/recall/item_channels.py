@@ -16,17 +16,22 @@ import numpy as np
 from cogitator_memory.exceptions import CogitatorMemoryError
 from cogitator_memory.items.models import MemoryItem
 from cogitator_memory.items.vectors import item_text, item_vectors
-from cogitator_memory.search.recall_channels import (
-    KeywordIndex,
-    cosines,
-    entities_named,
-    kept_by_thresholds,
-    mentions,
-    personalized_pagerank,
+from cogitator_memory.keywords.tokenizer import tokenize
+from cogitator_memory.recall.channels import (
+    CHANNEL_DEPTH,
+    ITEM_ENTITY,
+    ITEM_GRAPH,
+    ITEM_KEYWORD,
+    ITEM_TIME,
+    ITEM_VECTOR,
+    SEED_ITEMS,
 )
-from cogitator_memory.search.recall_pool import CHANNEL_DEPTH, SEED_ITEMS, RecallPool, item_key
-from cogitator_memory.search.retrieval_types import RecallError
-from cogitator_memory.search.tokenizer import tokenize
+from cogitator_memory.recall.graph_walk import personalized_pagerank
+from cogitator_memory.recall.keyword_scores import InMemoryBM25
+from cogitator_memory.recall.named_entities import entities_named, mentions
+from cogitator_memory.recall.pool import RecallPool, item_key
+from cogitator_memory.recall.types import RecallError
+from cogitator_memory.recall.vector_scores import cosines, kept_by_thresholds
 
 __all__ = ["ItemChannels"]
 
@@ -39,9 +44,9 @@ class ItemChannels(RecallPool):
     def item_keyword(self) -> None:
         if not self.items or not self.analysis.terms:
             return
-        index = KeywordIndex([(item.pk, tokenize(item_text(item))) for item in self.items])
+        index = InMemoryBM25([(item.pk, tokenize(item_text(item))) for item in self.items])
         ranked = index.ranked(list(self.analysis.terms), limit=CHANNEL_DEPTH)
-        self._rank("item_keyword", [(item_key(item_id), score) for item_id, score in ranked])
+        self._rank(ITEM_KEYWORD, [(item_key(item_id), score) for item_id, score in ranked])
 
     def item_vector(self, given: Mapping[str, float] | None) -> None:
         if not self.items:
@@ -67,7 +72,7 @@ class ItemChannels(RecallPool):
                 self.errors.append(RecallError("semantic", f"item vectors: {exc}"))
                 return
         kept = kept_by_thresholds(scores, limit=CHANNEL_DEPTH)
-        self._rank("item_vector", [(item_key(item_id), score) for item_id, score in kept])
+        self._rank(ITEM_VECTOR, [(item_key(item_id), score) for item_id, score in kept])
 
     def item_entity(self) -> None:
         if not self.named or not self.items:
@@ -81,7 +86,7 @@ class ItemChannels(RecallPool):
             if count:
                 found.append((item, count))
         found.sort(key=lambda pair: (-pair[1], -pair[0].valid_from.timestamp(), pair[0].pk))
-        self._rank("item_entity", [(item_key(item.pk), float(count)) for item, count in found])
+        self._rank(ITEM_ENTITY, [(item_key(item.pk), float(count)) for item, count in found])
 
     def item_time(self) -> None:
         interval = self.analysis.time
@@ -100,7 +105,7 @@ class ItemChannels(RecallPool):
             end = item.valid_to or self.anchor
             return (0 if began_inside else 1, (end - item.valid_from).total_seconds(), item.pk)
 
-        self._rank("item_time", [(item_key(item.pk), 1.0) for item in sorted(inside, key=order)])
+        self._rank(ITEM_TIME, [(item_key(item.pk), 1.0) for item in sorted(inside, key=order)])
 
     def item_graph(self, fused: Sequence[str]) -> None:
         """Personalized PageRank over items and entities (an item links its subject and
@@ -126,4 +131,4 @@ class ItemChannels(RecallPool):
             ((key, score) for key, score in ranks.items() if key.startswith("item:")),
             key=lambda pair: (-pair[1], pair[0]),
         )
-        self._rank("item_graph", ranked)
+        self._rank(ITEM_GRAPH, ranked)

@@ -2,9 +2,9 @@
 
 ``RecallPool`` holds the state of one ``MemoryRetriever.retrieve``: the turns and items
 that may come back (a history given, or a thread's entries checked against its branch,
-the caller's access and the entries already held), the rankings of the channels so far and
-the errors. The channels (``search/turn_channels.py``, ``search/item_channels.py``) and
-the rescoring (``search/rescoring.py``) read and add to it; ``search/recall_run.py`` puts
+the caller's grants and the entries already held), the rankings of the channels so far and
+the errors. The channels (``recall/turn_channels.py``, ``recall/item_channels.py``) and
+the rescoring (``recall/rescoring.py``) read and add to it; ``recall/run.py`` puts
 them together.
 """
 
@@ -17,21 +17,21 @@ from typing import TYPE_CHECKING
 
 from cogitator_memory.items.models import MemoryItem
 from cogitator_memory.items.services import MemoryItems
-from cogitator_memory.search.recall_channels import KeywordIndex, NamedEntity, entities_named
-from cogitator_memory.search.retrieval_types import QueryAnalysis, RecallError
+from cogitator_memory.recall.channels import CHANNEL_DEPTH
+from cogitator_memory.recall.keyword_scores import InMemoryBM25
+from cogitator_memory.recall.named_entities import NamedEntity, entities_named
+from cogitator_memory.recall.types import QueryAnalysis, RecallError
 from cogitator_memory.threads.models import CONVERSATION_TYPES, Entry, Thread
 from cogitator_memory.threads.paths import BranchEnd, branch_end, on_branch
 from cogitator_memory.threads.text import entry_text
 
 if TYPE_CHECKING:
     from cogitator_memory.grants import Grants, MemoryScope
-    from cogitator_memory.search.retriever import MemoryRetriever
+    from cogitator_memory.recall.retriever import MemoryRetriever
 
 __all__ = [
-    "CHANNEL_DEPTH",
     "CONTEXT_GAP",
     "CONTEXT_SHARE",
-    "SEED_ITEMS",
     "Candidates",
     "RecallPool",
     "context_of",
@@ -40,19 +40,12 @@ __all__ = [
     "turn_text",
 ]
 
-# How deep each channel ranks: deep enough that a hit one channel ranks low and another
-# high still reaches the fused top 50.
-CHANNEL_DEPTH = 150
 # A turn is read with the turns just before and after it on the branch, when they were
 # said within CONTEXT_GAP of it: an answer ("the small Fuji one") is found by the words
 # of the question it answers. Its keyword document holds their words too, and its vector
 # score is its own cosine plus CONTEXT_SHARE of the best cosine of those turns.
 CONTEXT_GAP = timedelta(hours=1)
 CONTEXT_SHARE = 0.5
-# The best items whose evidence turns (and graph neighbours) are followed, and the best
-# turns whose neighbours are.
-SEED_ITEMS = 5
-SEED_TURNS = 10
 
 
 def entry_key(entry_id: str) -> str:
@@ -131,7 +124,7 @@ class RecallPool:
         self.context: dict[str, tuple[Entry, ...]] = {}
         self.items: list[MemoryItem] = []
         self.named: list[NamedEntity] = []
-        self._keyword_index: KeywordIndex | None = None
+        self._keyword_index: InMemoryBM25 | None = None
         self._first_seq = 0
         self._last_seq = 0
         self._thread_ok = None
@@ -244,10 +237,10 @@ class RecallPool:
             tokens = tokens + self.retriever._turn_tokens(other)
         return tokens
 
-    def _turn_index(self) -> KeywordIndex:
+    def _turn_index(self) -> InMemoryBM25:
         if self._keyword_index is None:
             turns = self.turns or []
-            self._keyword_index = KeywordIndex(
+            self._keyword_index = InMemoryBM25(
                 [(entry.pk, self._window_tokens(entry)) for entry in turns]
             )
         return self._keyword_index

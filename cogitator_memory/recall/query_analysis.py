@@ -8,82 +8,31 @@ is, the time it names and its terms.
   date", "how long ago", "before", "after"), ``aggregate`` ("how many", "list all",
   "which ... have"), ``update`` ("current", "now", "still", "changed", "latest"),
   ``preference`` ("favorite", "prefer", "like", "enjoy", "want"), else ``general``. The
-  kind sets the weight of each recall channel (``CHANNEL_WEIGHTS``).
+  kind sets the weight of each recall channel (``recall/channels.py``).
 - The time named: every span of up to ``MAX_TIME_WORDS`` words that holds a time word is
   read by ``items.timing.resolve_time`` from the anchor in the turn's zone, and the most
   precise reading wins (a longer span on a tie: "May 2023" over "2023").
-- The terms: ``search/tokenizer.py``'s query terms.
+- The terms: ``keywords/tokenizer.py``'s query terms.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Final
 
 from cogitator_memory.items.intervals import ResolvedTime, TimePrecision
 from cogitator_memory.items.timing import resolve_time
-from cogitator_memory.search.retrieval_types import QueryAnalysis, QueryKind
-from cogitator_memory.search.tokenizer import query_terms
+from cogitator_memory.keywords.tokenizer import query_terms
+from cogitator_memory.recall.channels import CHANNEL_WEIGHTS
+from cogitator_memory.recall.types import QueryAnalysis, QueryKind
 
 __all__ = [
-    "CHANNELS",
-    "CHANNEL_WEIGHTS",
-    "ENTRY_CHANNELS",
-    "ITEM_CHANNELS",
     "analyze_query",
     "find_time",
     "is_small_talk",
     "question_kind",
 ]
-
-# The recall channels (``search/retriever.py``): turns ("entry_*") and memory items
-# ("item_*") found by vectors, BM25, the time named, the entities named, the evidence of
-# the best items, the turns next to the best turns, and a walk over the item graph.
-ENTRY_CHANNELS: Final = (
-    "entry_vector",
-    "entry_keyword",
-    "entry_time",
-    "entry_entity",
-    "entry_evidence",
-    "entry_neighbor",
-)
-ITEM_CHANNELS: Final = ("item_vector", "item_keyword", "item_time", "item_entity", "item_graph")
-CHANNELS: Final = ENTRY_CHANNELS + ITEM_CHANNELS
-
-_BASE: Final[Mapping[str, float]] = {
-    "entry_vector": 1.0,
-    "entry_keyword": 1.0,
-    "entry_time": 0.6,
-    "entry_entity": 0.4,
-    "entry_evidence": 0.6,
-    "entry_neighbor": 0.3,
-    "item_vector": 1.0,
-    "item_keyword": 1.0,
-    "item_time": 0.5,
-    "item_entity": 0.6,
-    "item_graph": 0.4,
-}
-# What each kind of question changes from the base weights: a temporal question leans on
-# the time it names, an aggregate one on entities and the item graph (its answer is spread
-# over many turns), an update on items (their states say what holds now), a preference on
-# items and vectors (likes are said in many words).
-_KIND_CHANGES: Final[Mapping[str, Mapping[str, float]]] = {
-    "temporal": {"entry_time": 1.2, "item_time": 1.0},
-    "aggregate": {
-        "entry_entity": 0.6,
-        "item_entity": 0.8,
-        "item_graph": 0.6,
-        "entry_neighbor": 0.4,
-    },
-    "update": {"item_keyword": 1.2, "item_vector": 1.2, "entry_time": 0.4},
-    "preference": {"item_vector": 1.2, "entry_vector": 1.2},
-    "general": {},
-}
-CHANNEL_WEIGHTS: Final[Mapping[str, Mapping[str, float]]] = {
-    kind: {**_BASE, **changes} for kind, changes in _KIND_CHANGES.items()
-}
 
 # --- small talk -------------------------------------------------------------------------
 

@@ -1,4 +1,6 @@
-"""The recall of hybrid: what the retriever finds past the history the budget keeps.
+"""The recall step of a hybrid build, once a turn's history is fitted: the retriever
+(``recall/retriever.py``) asked for what lies past the history the budget keeps, its
+hits turned into blocks by ``context/recall_blocks.py``.
 
 With the message index the retriever searches the thread before the oldest turn the
 history keeps, on the branch being built (the keyword index of entries, time, entities,
@@ -15,12 +17,12 @@ from typing import TYPE_CHECKING, Any, get_args
 from zoneinfo import ZoneInfo
 
 from cogitator_memory.context.assembler import ContextBlock
-from cogitator_memory.context.built import ContextBuildError, ErrorSource
-from cogitator_memory.context.recall import RECALL_LIMIT, recall_blocks
+from cogitator_memory.context.recall_blocks import RECALL_LIMIT, recall_blocks
 from cogitator_memory.context.relevance import SCORED_ENTRIES, cosines_in_process
+from cogitator_memory.context.result import ContextBuildError, ErrorSource
 
 if TYPE_CHECKING:
-    from cogitator_memory.context.build import ContextBuild
+    from cogitator_memory.context.build_run import ContextBuild
     from cogitator_memory.threads.models import Entry
 
 __all__ = ["older_cosines", "recall_for_turn"]

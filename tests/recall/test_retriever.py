@@ -16,7 +16,7 @@ from cogitator_memory.items.models import MemoryItem
 from cogitator_memory.items.services import MemoryItems
 from cogitator_memory.items.statements import NewEvidence, NewItem
 from cogitator_memory.items.vectors import ITEM_SOURCE_TYPE, embed_items
-from cogitator_memory.search.retriever import MemoryRetriever
+from cogitator_memory.recall.retriever import MemoryRetriever
 from cogitator_memory.threads import services as threads
 from cogitator_memory.threads.models import Entry
 from cogitator_memory.threads.selectors import get_path
@@ -637,7 +637,7 @@ def test_the_reranker_comes_from_settings_and_only_from_a_local_directory(
     # given
     from django.core.exceptions import ImproperlyConfigured
 
-    from cogitator_memory.search.rerank import CrossEncoderReranker
+    from cogitator_memory.recall.rerank import CrossEncoderReranker
 
     # then: none by default
     assert MemoryRetriever().reranker is None

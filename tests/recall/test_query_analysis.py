@@ -9,7 +9,8 @@ import pytest
 
 from cogitator_memory.exceptions import InvalidInput
 from cogitator_memory.items.intervals import TimePrecision
-from cogitator_memory.search.query_analysis import CHANNEL_WEIGHTS, analyze_query, find_time
+from cogitator_memory.recall.channels import CHANNEL_WEIGHTS
+from cogitator_memory.recall.query_analysis import analyze_query, find_time
 
 # Wednesday 21 October 2026, 15:00 UTC.
 ANCHOR = datetime(2026, 10, 21, 15, 0, tzinfo=UTC)

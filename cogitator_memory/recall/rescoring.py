@@ -13,11 +13,11 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 
 from cogitator_memory.items.vectors import item_text
+from cogitator_memory.keywords.tokenizer import STOPWORDS, tokenize, words
+from cogitator_memory.recall.pool import RecallPool, turn_text
+from cogitator_memory.recall.rerank import RERANK_DEPTH
+from cogitator_memory.recall.types import RecallError
 from cogitator_memory.search.fusion import reciprocal_rank_fusion
-from cogitator_memory.search.recall_pool import RecallPool, turn_text
-from cogitator_memory.search.rerank import RERANK_DEPTH
-from cogitator_memory.search.retrieval_types import RecallError
-from cogitator_memory.search.tokenizer import STOPWORDS, tokenize, words
 from cogitator_memory.threads.models import Entry
 
 __all__ = [
@@ -54,7 +54,7 @@ SPEAKER_WEIGHT = 0.3
 MMR_BALANCE = 0.9
 MMR_DEPTH = 100
 MMR_CHOSEN = RERANK_DEPTH
-# The hits the context builder asks for (``context.recall.RECALL_LIMIT``). Past these
+# The hits the context builder asks for (``context.recall_blocks.RECALL_LIMIT``). Past these
 # ranks, which a deeper search never moves, the turns of a speaker the input names come
 # before those of others (``Rescoring._speaker_first``).
 CONTEXT_RANKS = 20

@@ -1,6 +1,6 @@
 """What a recall search says: how it read the turn, and the turns and items it found.
 
-``search/query_analysis.py`` fills ``QueryAnalysis``; ``search/retriever.py`` returns a
+``recall/query_analysis.py`` fills ``QueryAnalysis``; ``recall/retriever.py`` returns a
 ``Retrieval``; the context builder (``context/``), the recall API and the admin preview
 read these and nothing else of the retriever.
 """
@@ -28,7 +28,7 @@ class QueryAnalysis:
 
     ``search``: False for small talk ("thanks!", "hi"), which is not searched. ``kind``: the
     kind of question. ``time``: the time the turn names, resolved from the anchor in the
-    turn's zone, or None. ``terms``: the turn's keyword terms (``search/tokenizer.py``).
+    turn's zone, or None. ``terms``: the turn's keyword terms (``keywords/tokenizer.py``).
     ``weights``: the weight of each recall channel for this kind of question.
     """
 

@@ -13,13 +13,13 @@ searched), then runs its channels, each a ranking of turns or items:
   entities named and the best items.
 
 The rankings are fused by weighted reciprocal rank (``search/fusion.py``, the weights of
-the turn's kind of question), then each hit's score is scaled up by the share of the
-turn's words it holds, a little for recent turns and for items sent to a model more often
-(``times_retrieved``), the best laid out for diversity (MMR), and the best
-``RERANK_DEPTH`` are reordered by a ``Reranker`` when one is given; a reranker that fails
-leaves the order and adds a relevance error. The first ``CONTEXT_RANKS`` hits (the context
-builder's) are the same whatever the limit; past them, for a search that reads deeper, the
-turns of a speaker the input names come before the turns of others.
+the turn's kind of question in ``recall/channels.py``), then each hit's score is scaled up
+by the share of the turn's words it holds, a little for recent turns and for items sent to
+a model more often (``times_retrieved``), the best laid out for diversity (MMR), and the
+best ``RERANK_DEPTH`` are reordered by a ``Reranker`` when one is given; a reranker that
+fails leaves the order and adds a relevance error. The first ``CONTEXT_RANKS`` hits (the
+context builder's) are the same whatever the limit; past them, for a search that reads
+deeper, the turns of a speaker the input names come before the turns of others.
 
 Which turns may come back: those of the branch being built, never one held in the context
 already, never one of another thread. The caller gives either
@@ -32,14 +32,18 @@ already, never one of another thread. The caller gives either
   be ``leaf_id`` or one of its ancestors (``threads.paths.on_branch``: turns before the
   thread's first fork need no walk, the others one walk up from the leaf).
 
-With ``access``, turns of a thread the caller may not see are never returned. Items are
-only those ``MemoryItems.query(scope, as_of=anchor, access=access)`` returns (or the
-``items`` given, narrowed to what ``access`` may see).
+With ``grants``, turns of a thread the caller may not see are never returned. Items are
+only those ``MemoryItems.query(scope, as_of=anchor, grants=grants)`` returns (or the
+``items`` given, narrowed to what ``grants`` reach).
 
-Where the parts live: ``search/recall_pool.py`` (what one run may find, how a turn is
-read), ``search/turn_channels.py`` and ``search/item_channels.py`` (the channels),
-``search/rescoring.py`` (fusion, rescoring, the reranker seam) and ``search/recall_run.py``
-(one run, start to end); this module keeps the seams and the caches of vectors and tokens.
+Where the parts live, all in ``recall/``: ``channels.py`` (the channels and their weights),
+``query_analysis.py`` (how a turn is read), ``pool.py`` (what one run may find),
+``turn_channels.py`` and ``item_channels.py`` (the channels), built of
+``keyword_scores.py``, ``vector_scores.py``, ``named_entities.py`` and ``graph_walk.py``;
+``rescoring.py`` (fusion, rescoring, the reranker seam), ``rerank.py`` (rerankers and MMR)
+and ``run.py`` (one run, start to end); this module keeps the seams and the caches of
+vectors and tokens. Recall searches with ``search/`` (BM25's arithmetic, the keyword index
+of entries, fusion) and is never imported by it.
 """
 
 from __future__ import annotations
@@ -56,13 +60,13 @@ from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.embeddings.services import EmbeddingService, get_embedding_service
 from cogitator_memory.embeddings.types import EmbeddingStore
 from cogitator_memory.items.models import MemoryItem
+from cogitator_memory.keywords.tokenizer import tokenize
 from cogitator_memory.limits import check_limit
-from cogitator_memory.search.query_analysis import analyze_query
-from cogitator_memory.search.recall_pool import turn_text
-from cogitator_memory.search.recall_run import RecallRun
-from cogitator_memory.search.rerank import Reranker, reranker_from_settings
-from cogitator_memory.search.retrieval_types import Retrieval
-from cogitator_memory.search.tokenizer import tokenize
+from cogitator_memory.recall.pool import turn_text
+from cogitator_memory.recall.query_analysis import analyze_query
+from cogitator_memory.recall.rerank import Reranker, reranker_from_settings
+from cogitator_memory.recall.run import RecallRun
+from cogitator_memory.recall.types import Retrieval
 from cogitator_memory.threads.models import Entry
 
 if TYPE_CHECKING:
@@ -170,7 +174,7 @@ class MemoryRetriever:
         (this module's docstring). ``held``: ids of entries and items already in the
         context, never returned. ``cosines`` / ``item_cosines``: vector scores the caller
         computed (entry or item id -> cosine), used instead of embedding. ``items``: the
-        items searched, else those of ``scope``. ``access``: the caller's grants.
+        items searched, else those of ``scope``. ``grants``: the caller's grants.
 
         Raises ``InvalidInput`` for an anchor without a zone, an unknown zone or a limit
         that is not a whole number of 1 or more. A part

@@ -3,14 +3,13 @@ thresholds), the time the input names, the entities of memory it names, the evid
 the best items and the turns next to the best turns.
 
 Each method ranks candidates of a ``RecallPool`` and records the ranking under its
-channel's name (``search/query_analysis.py`` gives the channels' weights).
+channel's name (``recall/channels.py`` lists them and their weights).
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from cogitator_memory.embeddings.message_index import (
     MESSAGE_SOURCE_TYPE,
@@ -21,44 +20,28 @@ from cogitator_memory.embeddings.services import EmbeddingService
 from cogitator_memory.embeddings.types import EmbeddingFilter
 from cogitator_memory.exceptions import CogitatorMemoryError
 from cogitator_memory.items.models import Evidence
-from cogitator_memory.search.recall_channels import (
-    KeywordIndex,
-    cosines,
-    kept_by_thresholds,
-    mentions,
-)
-from cogitator_memory.search.recall_pool import (
+from cogitator_memory.recall.channels import (
     CHANNEL_DEPTH,
-    CONTEXT_SHARE,
+    ENTRY_ENTITY,
+    ENTRY_EVIDENCE,
+    ENTRY_KEYWORD,
+    ENTRY_NEIGHBOR,
+    ENTRY_TIME,
+    ENTRY_VECTOR,
     SEED_ITEMS,
-    RecallPool,
-    entry_key,
+    SEED_TURNS,
 )
-from cogitator_memory.search.retrieval_types import RecallError
-from cogitator_memory.search.tokenizer import tokenize
+from cogitator_memory.recall.named_entities import mentions
+from cogitator_memory.recall.pool import CONTEXT_SHARE, RecallPool, entry_key
+from cogitator_memory.recall.types import RecallError
+from cogitator_memory.recall.vector_scores import cosines, kept_by_thresholds
+from cogitator_memory.search.entry_keywords import search_thread_entries
 from cogitator_memory.threads.models import CONVERSATION_TYPES, Entry
 from cogitator_memory.threads.text import entry_text
 
-__all__ = ["SEED_TURNS", "TurnChannels"]
+__all__ = ["TurnChannels"]
 
 logger = logging.getLogger(__name__)
-
-# The best turns whose neighbours are followed.
-SEED_TURNS = 10
-
-ThreadSearch = Callable[..., list[tuple[str, float]]]
-
-
-def _indexed_thread_search() -> ThreadSearch | None:
-    """``search/entry_keywords.search_thread_entries`` (BM25 over a thread's entries from
-    the keyword index), or None where this installation lacks it: recall then ranks the
-    thread's entries itself."""
-    try:
-        module = importlib.import_module("cogitator_memory.search.entry_keywords")
-    except ImportError:
-        return None
-    search: ThreadSearch | None = getattr(module, "search_thread_entries", None)
-    return search
 
 
 class TurnChannels(RecallPool):
@@ -72,30 +55,19 @@ class TurnChannels(RecallPool):
             ranked = self._turn_index().ranked(terms, limit=CHANNEL_DEPTH)
         else:
             ranked = self._thread_keyword(self.input, limit=CHANNEL_DEPTH)
-        self._rank("entry_keyword", [(entry_key(entry_id), score) for entry_id, score in ranked])
+        self._rank(ENTRY_KEYWORD, [(entry_key(entry_id), score) for entry_id, score in ranked])
 
     def _thread_keyword(self, query: str, *, limit: int) -> list[tuple[str, float]]:
         """Thread mode: BM25 over the thread's entries through the keyword index of
-        entries, or, where that is missing, over the thread's entries read here."""
+        entries (``search.entry_keywords``)."""
         assert self.thread_id is not None
-        indexed = _indexed_thread_search()
-        if indexed is not None:
-            found = indexed(
-                self.thread_id,
-                query,
-                limit=limit,
-                before_seq=self.before_seq,
-                exclude_ids=tuple(self.held),
-            )
-        else:
-            rows = Entry.objects.filter(
-                thread_id=self.thread_id, type__in=sorted(CONVERSATION_TYPES)
-            )
-            if self.before_seq is not None:
-                rows = rows.filter(seq__lt=self.before_seq)
-            entries = [entry for entry in rows if self._admissible(entry)]
-            index = KeywordIndex([(e.pk, self.retriever._turn_tokens(e)) for e in entries])
-            found = index.ranked(list(self.analysis.terms) or tokenize(query), limit=limit)
+        found = search_thread_entries(
+            self.thread_id,
+            query,
+            limit=limit,
+            before_seq=self.before_seq,
+            exclude_ids=tuple(self.held),
+        )
         allowed = self._thread_entries([entry_id for entry_id, _ in found])
         return [(entry_id, float(score)) for entry_id, score in found if entry_id in allowed]
 
@@ -116,7 +88,7 @@ class TurnChannels(RecallPool):
         read = self._in_context(scores)
         self.wide_cosines = read
         kept = kept_by_thresholds(read, limit=CHANNEL_DEPTH)
-        self._rank("entry_vector", [(entry_key(entry_id), score) for entry_id, score in kept])
+        self._rank(ENTRY_VECTOR, [(entry_key(entry_id), score) for entry_id, score in kept])
 
     def _turn_cosines(self, service: EmbeddingService) -> dict[str, float]:
         query = self.retriever._query_vector(self.input, service)
@@ -174,14 +146,14 @@ class TurnChannels(RecallPool):
             allowed = self._thread_entries(ids)
             inside = [allowed[entry_id] for entry_id in ids if entry_id in allowed]
         # Within the interval, the turns sharing most words with the input first.
-        keyword = self.rankings.get("entry_keyword", [])
+        keyword = self.rankings.get(ENTRY_KEYWORD, [])
         scores = dict(keyword)
         ranked = sorted(
             inside,
             key=lambda entry: (-scores.get(entry_key(entry.pk), 0.0), -entry.seq),
         )
         self._rank(
-            "entry_time",
+            ENTRY_TIME,
             [(entry_key(entry.pk), scores.get(entry_key(entry.pk), 0.0)) for entry in ranked],
         )
 
@@ -190,7 +162,7 @@ class TurnChannels(RecallPool):
             return
         if self.turns is not None:
             counted = [(entry, mentions(entry_text(entry), self.named)) for entry in self.turns]
-            scores = dict(self.rankings.get("entry_keyword", []))
+            scores = dict(self.rankings.get(ENTRY_KEYWORD, []))
             ranked = sorted(
                 ((entry, count) for entry, count in counted if count),
                 key=lambda pair: (-pair[1], -scores.get(entry_key(pair[0].pk), 0.0), -pair[0].seq),
@@ -202,7 +174,7 @@ class TurnChannels(RecallPool):
                 (entry_key(entry_id), score)
                 for entry_id, score in self._thread_keyword(query, limit=CHANNEL_DEPTH)
             ]
-        self._rank("entry_entity", found)
+        self._rank(ENTRY_ENTITY, found)
 
     def entry_evidence(self, fused: Sequence[str]) -> None:
         best_items = [key[len("item:") :] for key in fused if key.startswith("item:")][:SEED_ITEMS]
@@ -218,7 +190,7 @@ class TurnChannels(RecallPool):
         ids = list(dict.fromkeys(entry_id for _, entry_id in pairs))
         allowed = self._thread_entries(ids)
         self._rank(
-            "entry_evidence",
+            ENTRY_EVIDENCE,
             [(entry_key(entry_id), 1.0) for entry_id in ids if entry_id in allowed],
         )
 
@@ -249,4 +221,4 @@ class TurnChannels(RecallPool):
                 entry_key(entry_id) for entry_id in (*parents, *children) if entry_id in allowed
             ]
         found = [key for key in dict.fromkeys(found) if key not in best]
-        self._rank("entry_neighbor", [(key, 1.0) for key in found])
+        self._rank(ENTRY_NEIGHBOR, [(key, 1.0) for key in found])

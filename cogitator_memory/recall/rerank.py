@@ -3,7 +3,7 @@ maximal marginal relevance (MMR) for diversity.
 
 A ``Reranker`` scores texts against a query (higher is more relevant); recall reorders
 its best ``RERANK_DEPTH`` hits by those scores, and a reranker that fails leaves the order
-as it was (``search/retriever.py`` reports a relevance error). ``CrossEncoderReranker`` is
+as it was (``recall/retriever.py`` reports a relevance error). ``CrossEncoderReranker`` is
 one, a sentence-transformers cross-encoder run in process; it loads a model only from a
 local directory (``RECALL["RERANKER_PATH"]`` or its ``path``), never from a hub.
 """

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from cogitator_memory.context.recall import RECALL_LIMIT
-from cogitator_memory.search.rescoring import CONTEXT_RANKS, MMR_CHOSEN
-from cogitator_memory.search.retriever import MemoryRetriever
+from cogitator_memory.context.recall_blocks import RECALL_LIMIT
+from cogitator_memory.recall.rescoring import CONTEXT_RANKS, MMR_CHOSEN
+from cogitator_memory.recall.retriever import MemoryRetriever
 from cogitator_memory.threads import services as threads
 from cogitator_memory.threads.models import Entry
 
