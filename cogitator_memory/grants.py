@@ -261,6 +261,34 @@ class GrantedQuerySet(models.QuerySet[_M]):
         return self.none() if condition is None else self.filter(condition)
 
 
+def visible_rows_q(grants: Grants, *, include_shared: bool = False) -> Q | None:
+    """The condition on rows with ``agent_id``, ``user_id`` and ``thread_id`` columns that
+    may also be shared (embeddings, the keyword index's corpora of embeddings) of what
+    ``grants`` reach: the one rule (``grants_condition``) on the rows' agent and user,
+    plus, when ``include_shared``, the rows of no agent, user or thread. ``Q()`` for
+    unrestricted grants, None when they reach nothing.
+
+    A row of no agent that names a user or a thread is never shared: the id of a thread or
+    user of someone else is not everybody's to see.
+    """
+    condition = grants_condition(grants, agent_field="agent_id", user_field="user_id")
+    if grants.agent_ids is None or not include_shared:
+        return condition
+    shared = Q(agent_id__isnull=True, user_id__isnull=True, thread_id__isnull=True)
+    return shared if condition is None else condition | shared
+
+
+class SharedRowsQuerySet(GrantedQuerySet[_M]):
+    """A queryset of rows that belong to an owner or to nobody (a shared document):
+    ``visible_to(grants, include_shared=)`` by ``visible_rows_q``."""
+
+    def visible_to(self, grants: Grants, *, include_shared: bool = False) -> Self:
+        """The rows ``grants`` reach; with ``include_shared``, also the shared ones (of no
+        agent, user or thread)."""
+        condition = visible_rows_q(grants, include_shared=include_shared)
+        return self.none() if condition is None else self.filter(condition)
+
+
 class ScopedQuerySet(GrantedQuerySet[_M]):
     """A queryset of rows that belong to a ``MemoryScope`` (the four scope columns):
     ``visible_to(grants)`` and ``seen_from(memory_scope)``."""

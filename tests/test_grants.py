@@ -134,3 +134,28 @@ def test_covers_says_whether_a_grant_stays_within_the_grants(agent_id, user_ids,
     assert grants.covers(agent_id, user_ids) is covered
     assert Grants.everything().covers(agent_id, user_ids) is True
     assert Grants.nothing().covers(agent_id, user_ids) is False
+
+
+def test_every_model_with_an_owner_gets_visible_to_from_the_one_mixin() -> None:
+    """A model whose rows carry an owner (an agent, a user) is reached through
+    ``visible_to(grants)`` built by ``GrantedQuerySet``; one with the four scope columns
+    also gets ``seen_from`` from ``ScopedQuerySet``. A new model that types its own
+    condition fails here."""
+    from django.apps import apps
+
+    from cogitator_memory.access.models import Grant
+    from cogitator_memory.grants import SCOPE_FIELDS, GrantedQuerySet, ScopedQuerySet
+    from cogitator_memory.threads.models import Entry
+
+    checked = []
+    for model in apps.get_app_config("cogitator_memory").get_models():
+        if model is Grant:  # the grant itself, not a row someone owns
+            continue
+        columns = {field.attname for field in model._meta.concrete_fields}
+        rows = model._default_manager.all()
+        if {"agent_id", "user_id"} <= columns or model is Entry:
+            assert isinstance(rows, GrantedQuerySet), model.__name__
+            checked.append(model.__name__)
+        if set(SCOPE_FIELDS) <= columns:
+            assert isinstance(rows, ScopedQuerySet), model.__name__
+    assert {"Thread", "Entry", "MemoryItem", "Embedding", "KeywordCorpus"} <= set(checked)

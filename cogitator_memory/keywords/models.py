@@ -13,6 +13,8 @@ from __future__ import annotations
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from cogitator_memory.grants import SharedRowsQuerySet
+
 # The longest token kept; a longer one is cut to this length on both sides (documents
 # and queries), so it still finds itself.
 MAX_TERM_LENGTH = 100
@@ -21,6 +23,10 @@ MAX_TERM_LENGTH = 100
 class DocumentKind(models.TextChoices):
     EMBEDDING = "embedding", _("embedding")
     ENTRY = "entry", _("entry")
+
+
+class KeywordCorpusQuerySet(SharedRowsQuerySet["KeywordCorpus"]):
+    """Corpora; those of embeddings carry their rows' owner."""
 
 
 class KeywordCorpus(models.Model):
@@ -57,6 +63,10 @@ class KeywordCorpus(models.Model):
         default=0,
         help_text=_("Writes that took documents out of it (or moved some in)."),
     )
+
+    # Its rows' owner (agent, user, thread): searches see the corpora the caller's grants
+    # reach, as they see the rows (``grants.visible_rows_q``).
+    objects = KeywordCorpusQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("keyword corpus")

@@ -43,7 +43,7 @@ from django.db.models import Count, Q, Sum
 from django.db.models.functions import Length
 
 from cogitator_memory.embeddings.models import Embedding
-from cogitator_memory.embeddings.querysets import EmbeddingQuerySet, visible_rows_q
+from cogitator_memory.embeddings.querysets import EmbeddingQuerySet
 from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.embeddings.stores.base import (
     DatabaseEmbeddingStore,
@@ -157,10 +157,7 @@ def _index_keyword_search(
         corpora = corpora.filter(filter_columns_q(filter))
     if grants is not None:
         # The corpora carry their rows' agent, user and thread: the rows' own condition.
-        condition = visible_rows_q(grants, include_shared=include_shared)
-        if condition is None:
-            return []
-        corpora = corpora.filter(condition)
+        corpora = corpora.visible_to(grants, include_shared=include_shared)
     # A few more than asked: a row whose entry went outside the services (a restored
     # backup) is still indexed until pruned, and is dropped below.
     ranked = rank_documents(

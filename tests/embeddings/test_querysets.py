@@ -9,11 +9,11 @@ import itertools
 import pytest
 
 from cogitator_memory.embeddings.models import Embedding
-from cogitator_memory.embeddings.querysets import is_visible, visible_rows_q
+from cogitator_memory.embeddings.querysets import is_visible
 from cogitator_memory.embeddings.stores.base import stored
 from cogitator_memory.embeddings.stores.exact import ExactEmbeddingStore
 from cogitator_memory.embeddings.types import NewEmbedding
-from cogitator_memory.grants import Grants
+from cogitator_memory.grants import Grants, visible_rows_q
 from cogitator_memory.keywords.models import DocumentKind, KeywordCorpus, KeywordPosting
 
 pytestmark = pytest.mark.django_db
