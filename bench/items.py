@@ -173,9 +173,9 @@ def measure(database: str, quick: bool) -> dict[str, Any]:
         from django.test.utils import CaptureQueriesContext
 
         from cogitator_memory.grants import MemoryScope
-        from cogitator_memory.items.extractor import MemoryExtractor
         from cogitator_memory.items.services import MemoryItems
         from cogitator_memory.items.statements import NewItem
+        from cogitator_memory.items.window_extractor import MemoryExtractor
         from cogitator_memory.llm.scripted import ScriptedAnswer, ScriptedModel
         from cogitator_memory.threads import services
 

@@ -16,7 +16,7 @@ the open item the model named), so a later atom can close it or open it again.
   JSON array of atoms. An answer with no array is asked for again, up to ``ATOM_TRIES`` (3)
   times, then ``CompactionAnswerError``; an answer cut at its length limit keeps the atoms
   it finished and is continued, up to ``ATOM_CONTINUATIONS`` (4) times. The array is read by
-  the extraction's reader (``items/extraction.py``); an element that is not an atom is left
+  the extraction's reader (``items/extraction_prompt.py``); an element that is not an atom is left
   out. Every quote is checked against the entry it names (``lineage.verify_evidence``): an
   atom whose quotes do not all hold (or that has none) is not verified.
 - ``entry_atoms`` takes from the entries, with no model: the files tool calls worked on,
@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from cogitator_memory.exceptions import CompactionAnswerError
-from cogitator_memory.items.extraction import (
+from cogitator_memory.items.extraction_prompt import (
     EXTRACTION_CONTINUATION_PROMPT,
     first_object_array,
 )

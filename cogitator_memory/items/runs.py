@@ -14,7 +14,7 @@ from cogitator_memory.background import Work, task_for
 from cogitator_memory.exceptions import ExtractionRunNotFound
 from cogitator_memory.grants import Grants
 from cogitator_memory.items.models import ExtractionRun
-from cogitator_memory.items.thread_extraction import ThreadExtraction
+from cogitator_memory.items.thread_windows import ThreadExtraction
 from cogitator_memory.jobs import (
     ENQUEUE_FAILED,
     LOST,

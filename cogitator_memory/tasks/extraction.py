@@ -18,7 +18,7 @@ from cogitator_memory.background import Work
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import ExtractionAnswerError, LLMError, ThreadNotFound
 from cogitator_memory.items.runs import RunRecorder
-from cogitator_memory.items.thread_extraction import extract_thread
+from cogitator_memory.items.thread_windows import extract_thread
 from cogitator_memory.jobs import public_error
 from cogitator_memory.tasks.retries import retried_task, retry_errors
 

@@ -14,7 +14,7 @@ from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import Evidence, ItemStatus, MemoryItem
 from cogitator_memory.items.services import MemoryItems
 from cogitator_memory.items.statements import NewEvidence, NewItem
-from cogitator_memory.items.thread_extraction import extract_thread
+from cogitator_memory.items.thread_windows import extract_thread
 from cogitator_memory.llm.scripted import ScriptedModel
 from cogitator_memory.threads import services as threads
 from cogitator_memory.threads.models import Entry, Thread

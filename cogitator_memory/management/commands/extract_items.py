@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from cogitator_memory.exceptions import CogitatorMemoryError
-from cogitator_memory.items.thread_extraction import extract_thread
+from cogitator_memory.items.thread_windows import extract_thread
 from cogitator_memory.management.commands.reindex_messages import _BarStream
 from cogitator_memory.threads.models import Thread
 

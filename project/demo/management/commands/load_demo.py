@@ -16,7 +16,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from cogitator_memory.items.thread_extraction import extract_thread
+from cogitator_memory.items.thread_windows import extract_thread
 from cogitator_memory.llm.scripted import ScriptedModel
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Thread

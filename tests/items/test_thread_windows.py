@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 
 from cogitator_memory.exceptions import LLMUnavailable
 from cogitator_memory.items.models import Evidence, ExtractionWindow, MemoryItem
-from cogitator_memory.items.thread_extraction import extract_thread
+from cogitator_memory.items.thread_windows import extract_thread
 from cogitator_memory.llm.registry import get_summarizer
 from cogitator_memory.llm.scripted import ScriptedModel
 from cogitator_memory.tasks.extraction import extract_thread_task

@@ -11,9 +11,9 @@ import pytest
 
 from cogitator_memory.exceptions import ExtractionAnswerError
 from cogitator_memory.grants import MemoryScope
-from cogitator_memory.items.extractor import MemoryExtractor, trust_of_entry
 from cogitator_memory.items.models import ItemStatus, MemoryItem
 from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.items.window_extractor import MemoryExtractor, trust_of_entry
 from cogitator_memory.llm.scripted import ScriptedAnswer, ScriptedModel
 from cogitator_memory.threads import services as threads
 from cogitator_memory.threads.models import Entry

@@ -19,8 +19,12 @@ from django.db import IntegrityError, transaction
 
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.grants import MemoryScope
-from cogitator_memory.items.extractor import EXTRACTOR_VERSION, ExtractionResult, MemoryExtractor
 from cogitator_memory.items.models import ExtractionWindow
+from cogitator_memory.items.window_extractor import (
+    EXTRACTOR_VERSION,
+    ExtractionResult,
+    MemoryExtractor,
+)
 from cogitator_memory.llm.protocol import Summarize
 from cogitator_memory.llm.registry import require_summarizer
 from cogitator_memory.threads import selectors

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from cogitator_memory.items.extraction import ExtractedQuote, parse_extraction
+from cogitator_memory.items.extraction_prompt import ExtractedQuote, parse_extraction
 
 LISBON = {
     "kind": "fact",

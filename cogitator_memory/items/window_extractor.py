@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo
 
 from cogitator_memory.exceptions import ExtractionAnswerError, InvalidInput
 from cogitator_memory.grants import MemoryScope
-from cogitator_memory.items.extraction import (
+from cogitator_memory.items.extraction_prompt import (
     EXTRACTION_CONTINUATION_PROMPT,
     EXTRACTION_PROMPT,
     ExtractedItem,
