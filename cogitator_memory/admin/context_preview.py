@@ -134,11 +134,11 @@ class PreviewLink:
 def build_preview(
     form: ContextPreviewForm, thread: Thread, *, grants: Grants
 ) -> BuiltContext | None:
-    """The context of ``thread`` the valid ``form`` asks for, as ``access`` may see it;
+    """The context of ``thread`` the valid ``form`` asks for, as ``grants`` reach it;
     None, with the builder's refusal added to the form, when the input cannot work.
 
     A leaf of another thread is refused on the form too. Raises ``ThreadNotFound`` when
-    the thread went out of ``access`` meanwhile.
+    the thread went out of the grants' reach meanwhile.
     """
     data = form.cleaned_data
     try:

@@ -30,7 +30,7 @@ class GrantScopedAdmin(admin.ModelAdmin):
     lookups all start from ``get_queryset``."""
 
     def visible_rows(self, queryset: QuerySet[Any], grants: Grants) -> QuerySet[Any]:
-        """The rows of ``queryset`` that ``scope`` may see: the queryset's own
+        """The rows of ``queryset`` that ``grants`` reach: the queryset's own
         ``visible_to``; a model without one says how its rows are reached."""
         visible: QuerySet[Any] = cast(Any, queryset).visible_to(grants)
         return visible

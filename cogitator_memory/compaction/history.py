@@ -83,7 +83,7 @@ def read_compacted_history(
     default), read from the leaf back to the first kept entry of the newest compaction
     only, so its cost follows the history since that compaction, not the thread.
 
-    Raises ``ThreadNotFound`` (also for a thread ``scope`` may not see) and
+    Raises ``ThreadNotFound`` (also for a thread ``grants`` do not reach) and
     ``EntryNotInThread`` for a leaf of another thread.
     """
     thread = visible_thread(thread_id, grants)

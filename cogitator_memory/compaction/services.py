@@ -136,7 +136,7 @@ class CompactionService:
         there was nothing to do. ``after_write`` is called with the entry in the
         transaction that writes it (a job of record marked done with it).
 
-        Raises ``ThreadNotFound`` (also for a thread ``scope`` may not see),
+        Raises ``ThreadNotFound`` (also for a thread ``grants`` do not reach),
         ``LLMUnavailable`` without a model, ``LLMError`` when the model fails,
         ``CompactionStale`` when what it covers changed meanwhile (nothing written), and
         ``CompactionDropsOpenItems`` (hierarchical) when the new levels would lose an item

@@ -47,7 +47,7 @@ def read_history(
     from the newest back) stops the read once it returns True; ``first_step`` entries
     are read at first (what ``enough`` needs at least, when the caller knows it).
 
-    Raises ``ThreadNotFound`` (also for a thread ``scope`` may not see) and
+    Raises ``ThreadNotFound`` (also for a thread ``grants`` do not reach) and
     ``EntryNotInThread`` for a leaf of another thread.
     """
     if enough is None or Entry.objects.filter(type=COMPACTION, thread_id=thread_id).exists():

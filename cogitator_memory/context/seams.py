@@ -93,7 +93,8 @@ class Observation:
 
 
 class ObservationSource(Protocol):
-    """The observations a run of ``scope`` may read (the between-runs work fills it)."""
+    """The observations a run of ``scope`` may read, within ``grants`` (the between-runs
+    work fills it)."""
 
     def read(
         self, scope: MemoryScope, *, grants: Grants | None = None

@@ -132,7 +132,7 @@ class ItemWriting(ItemRules):
         self, scope: MemoryScope, evidence: Sequence[NewEvidence], grants: Grants | None
     ) -> list[tuple[NewEvidence, Entry | None, bool]]:
         """Each quote, the entry it may stand on, and whether it holds there. Only entries
-        of threads of the item's agent count (and, with ``access``, only those the caller
+        of threads of the item's agent count (and, with ``grants``, only those the caller
         may see); a quote of any other entry stands on nothing and holds nowhere."""
         ids = [quote.entry_id for quote in evidence if isinstance(quote.entry_id, str)]
         found: dict[str, Entry] = {}

@@ -277,9 +277,9 @@ def keyword_search(
     candidates: int = MAX_CANDIDATES,
 ) -> list[SearchHit]:
     """The ``limit`` embeddings whose content best matches the words of ``query`` (BM25),
-    best first, among those ``filter`` admits and ``scope`` may see.
+    best first, among those ``filter`` admits and ``grants`` reach.
 
-    ``store``: the configured store when None. ``scope``: None for trusted code (the
+    ``store``: the configured store when None. ``grants``: None for trusted code (the
     filter alone decides); otherwise only the rows of its grants, plus, when
     ``include_shared``, the rows of no agent, user or thread (``search/scoping.py``).
     ``candidates``: the most postings (from the index) or rows (by the scan) read;

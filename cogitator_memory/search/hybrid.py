@@ -101,7 +101,7 @@ def semantic_search(
     include_shared: bool = True,
 ) -> list[SearchHit]:
     """The ``limit`` embeddings nearest to the vector of ``query`` (cosine), best first,
-    among those ``filter`` admits and ``scope`` may see (as in ``keyword_search``).
+    among those ``filter`` admits and ``grants`` reach (as in ``keyword_search``).
 
     ``service``: the configured embedding service when None. Raises ``InvalidInput``
     for an empty query or a bad limit, ``EmbeddingsNotConfigured`` when there is no
@@ -149,7 +149,7 @@ def hybrid_search(
     include_shared: bool = True,
 ) -> HybridSearch:
     """BM25 and vector search of ``query``, fused by reciprocal rank (``fusion.py``),
-    among the embeddings ``filter`` admits and ``scope`` may see.
+    among the embeddings ``filter`` admits and ``grants`` reach.
 
     ``weights``: per channel (``keyword``, ``vector``), 1 by default. The vector channel is
     left out, and the reason put in ``errors``, when there is no embedding service, it

@@ -65,7 +65,7 @@ def open_threads_q(grants: Grants | None) -> Q:
 
 def still_current(hits: list[SearchHit], grants: Grants | None) -> list[SearchHit]:
     """The hits whose sources stand now: a hit of the message index only while its entry
-    exists and is not redacted, and, for a restricted ``scope``, a hit naming a thread
+    exists and is not redacted, and, for restricted ``grants``, a hit naming a thread
     only while that thread exists and the caller may open it. Copies of a thread's owner
     kept with its vectors follow the thread in the same transaction (or, outside the
     database, shortly after); this check makes the thread's current owner the one that
@@ -119,7 +119,7 @@ def _granted_agents(filter: EmbeddingFilter | None, grants: Grants) -> frozenset
 
 
 def narrowed_filter(filter: EmbeddingFilter | None, grants: Grants) -> EmbeddingFilter | None:
-    """``filter`` with the one agent (and user) ``scope`` allows, where it allows only one,
+    """``filter`` with the one agent (and user) ``grants`` allow, where they allow only one,
     so that a store leaves the rows of other agents out itself."""
     if grants.agent_ids is None:
         return filter
@@ -137,7 +137,7 @@ def narrowed_filter(filter: EmbeddingFilter | None, grants: Grants) -> Embedding
 
 
 def sees_nothing(filter: EmbeddingFilter | None, grants: Grants, *, include_shared: bool) -> bool:
-    """Whether no row ``filter`` admits can be visible to ``scope``."""
+    """Whether no row ``filter`` admits can be visible to ``grants``."""
     if grants.agent_ids is None or include_shared:
         return False
     return not _granted_agents(filter, grants)
@@ -151,7 +151,7 @@ def search_visible(
     grants: Grants | None,
     include_shared: bool,
 ) -> list[SearchHit]:
-    """The best ``limit`` hits of ``run(filter, n)`` that ``scope`` may see and whose
+    """The best ``limit`` hits of ``run(filter, n)`` that ``grants`` reach and whose
     sources stand now (``still_current``).
 
     ``run`` returns hits best first. The visible hits among a store's best ``n`` are the

@@ -103,7 +103,7 @@ class SessionManager:
         """The session of this key, created with its thread when there is none. Returns
         ``(session, created)``. Using an existing session marks it active and, at most
         once per ``TOUCH_INTERVAL``, records the activity. Raises ``InvalidInput`` for a
-        bad key part and, with ``scope``, ``NoGrant`` for an agent or user the caller is
+        bad key part and, with ``grants``, ``NoGrant`` for an agent or user the caller is
         not granted (checked before anything is looked up)."""
         key = dict(
             zip(

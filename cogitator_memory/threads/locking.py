@@ -18,13 +18,13 @@ from cogitator_memory.threads.selectors import visible_thread
 
 def lock_thread(thread_id: str, *, grants: Grants | None = None) -> Thread:
     """The thread, locked until commit. Raises ``ThreadNotFound`` when it is missing or
-    ``scope`` may not see it."""
+    ``grants`` do not reach it."""
     return visible_thread(thread_id, grants, lock=True)
 
 
 def lock_entry_thread(entry_id: str, *, grants: Grants | None = None) -> tuple[Thread, Entry]:
     """An entry and its thread, the thread locked until commit. Raises ``EntryNotFound``
-    when the entry is missing (also when it went while the lock was awaited) or ``scope``
+    when the entry is missing (also when it went while the lock was awaited) or ``grants``
     may not see its thread."""
     thread_id = (
         Entry.objects.filter(pk=entry_id).values_list("thread_id", flat=True).first()

@@ -56,7 +56,7 @@ def redact_entry(
     of its tools become ``[redacted]``; its parent, seq, role and call ids stay; a user
     message loses its sender name; ``metadata.redacted`` and ``redaction`` record when
     and why. What stands on the entry (its vectors) goes in the same transaction.
-    Returns None for a missing entry (or one ``scope`` may not see); raises
+    Returns None for a missing entry (or one ``grants`` do not reach); raises
     ``RedactionRefused`` for a session event (events are deleted, not redacted).
     """
     validate_text(reason, "reason", max_length=1000)

@@ -137,7 +137,7 @@ def list_threads(
 ) -> ThreadPage:
     """Threads, the most recently updated first, a page at a time.
 
-    ``scope`` limits the threads to those its caller may see (all when None, for trusted
+    ``grants`` limits the threads to those its caller may see (all when None, for trusted
     code). Filters: one agent or several, metadata values (compared by value and JSON
     type), and ``updated_at`` strictly after / before a moment. Raises ``InvalidInput``
     for a bad limit, filter or cursor.

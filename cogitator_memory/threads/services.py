@@ -104,7 +104,7 @@ def create_thread(
     the stored metadata. ``metadata.userId`` names the thread's user (``Thread.user_id``):
     absent or null for none, else a non-empty text. Raises ``InvalidInput`` for a bad id,
     agent or metadata, ``ThreadAgentMismatch`` when the existing thread belongs to another
-    agent; with ``scope``, ``NoGrant`` for an agent or user the caller is not granted
+    agent; with ``grants``, ``NoGrant`` for an agent or user the caller is not granted
     (checked before the id is looked up) and ``ThreadIdUnavailable`` for an id a thread
     the caller may not see holds.
     """
@@ -157,7 +157,7 @@ def _merge_metadata(
     grants: Grants | None = None,
 ) -> Thread:
     """Merge (or replace) the metadata of a locked thread; a change of its user must stay
-    within ``scope`` and carries the new owner to what is derived from the thread."""
+    within ``grants`` and carries the new owner to what is derived from the thread."""
     previous_owner = thread.user_id
     thread.metadata = metadata if replace else {**(thread.metadata or {}), **metadata}
     new_owner = thread_owner(thread.metadata)
@@ -181,7 +181,7 @@ def update_thread(
 
     Two concurrent updates of different keys both survive. A new ``metadata.userId``
     moves the thread (and the copies of its owner kept with its vectors) to that user.
-    Raises ``ThreadNotFound``, ``InvalidInput``; with ``scope``, ``NoGrant`` when the
+    Raises ``ThreadNotFound``, ``InvalidInput``; with ``grants``, ``NoGrant`` when the
     thread would move to a user the caller is not granted.
     """
     clean_metadata = validate_thread_metadata(metadata)
@@ -251,7 +251,7 @@ def add_entry(
     defaults to the estimate of ``tokens.count_entry_fields_tokens``.
 
     Raises ``InvalidEntry`` (with every field error), ``ThreadNotFound`` (also for a
-    thread ``scope`` may not see) and ``EntryNotInThread`` for a parent of another thread.
+    thread ``grants`` do not reach) and ``EntryNotInThread`` for a parent of another thread.
     """
     type = str(type) if isinstance(type, EntryType) else type
     if type == EntryType.TOOL_RESULT and role is None:
@@ -346,7 +346,7 @@ def _note_fork_after_splice(thread: Thread, entry: Entry) -> None:
 def delete_entry(entry_id: str, *, grants: Grants | None = None) -> None:
     """Splice an entry out of its branch: its children move to its parent, and an
     active leaf on it moves to its parent. What stands on the entry goes with it.
-    Raises ``EntryNotFound`` (also for an entry ``scope`` may not see)."""
+    Raises ``EntryNotFound`` (also for an entry ``grants`` do not reach)."""
     thread, entry = lock_entry_thread(entry_id, grants=grants)
     dependents.forget_entries([entry.pk])
     moved = Entry.objects.filter(parent_id=entry.pk).update(parent_id=entry.parent_id)
