@@ -22,14 +22,16 @@ here: it follows the ``entry_added`` signal.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from cogitator_memory.threads.models import Entry
 
 __all__ = [
     "Dependent",
+    "Forgotten",
     "dependents",
     "entries_added",
     "forget_entries",
@@ -38,16 +40,32 @@ __all__ = [
 ]
 
 
+class Forgotten(Counter[str]):
+    """What a forget step took out, counted by the name a cascade's report gives it
+    (``"items.purged"``, ``"items.trimmed"``, ``"entities"``, ``"summaries"``,
+    ``"file_versions"``, ``"vectors"``, ``"keyword_documents"``, ...). Dependents add to
+    the one they are handed; ``forget_entries`` returns the sum."""
+
+
 class Dependent(Protocol):
-    """Derived data kept of entries and threads."""
+    """Derived data kept of entries and threads.
+
+    ``models`` names the models whose rows the dependent keeps in step with the entries
+    (a test walks every model of the app and fails when one that holds entry ids or text
+    derived from entries is named by no dependent)."""
 
     name: str
+
+    @property
+    def models(self) -> tuple[type[Any], ...]:
+        """The models whose rows this dependent keeps in step with the entries."""
 
     def entries_added(self, entries: Sequence[Entry]) -> None:
         """Derive what must exist as soon as these new entries do (same transaction)."""
 
-    def forget_entries(self, entry_ids: Sequence[str]) -> None:
-        """Remove what stands on these entries (they are going, or their text is)."""
+    def forget_entries(self, entry_ids: Sequence[str], forgotten: Forgotten) -> None:
+        """Remove what stands on these entries (they are going, or their text is), and
+        count it in ``forgotten``."""
 
     def owner_changed(self, thread_id: str, agent_id: str, user_id: str | None) -> None:
         """Update the copies of the thread's owner kept with its derived data."""
@@ -74,14 +92,16 @@ def entries_added(entries: Sequence[Entry]) -> None:
         dependent.entries_added(entries)
 
 
-def forget_entries(entry_ids: Sequence[str]) -> None:
+def forget_entries(entry_ids: Sequence[str]) -> Forgotten:
     """Take what stands on these entries out of every store; call inside the transaction
-    that deletes or redacts them."""
+    that deletes or redacts them. Returns what went, counted."""
+    forgotten = Forgotten()
     ids = list(dict.fromkeys(entry_ids))
     if not ids:
-        return
+        return forgotten
     for dependent in dependents():
-        dependent.forget_entries(ids)
+        dependent.forget_entries(ids, forgotten)
+    return forgotten
 
 
 def owner_changed(thread_id: str, agent_id: str, user_id: str | None) -> None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from cogitator_memory.dependents import Forgotten
+from cogitator_memory.embeddings.models import Embedding
 from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.outbox import services as outbox
 
@@ -33,18 +35,20 @@ class EntryVectors:
     """Deletes the vectors of entries that go; moves a thread's vectors with its owner."""
 
     name = "embeddings"
+    models = (Embedding,)
 
     def entries_added(self, entries: Sequence[Entry]) -> None:
         """Embedding waits for the commit (the ``entry_added`` signal enqueues it)."""
 
-    def forget_entries(self, entry_ids: Sequence[str]) -> None:
+    def forget_entries(self, entry_ids: Sequence[str], forgotten: Forgotten) -> None:
         store = get_embedding_store()
         for start in range(0, len(entry_ids), IDS_PER_MESSAGE):
             chunk = list(entry_ids[start : start + IDS_PER_MESSAGE])
             if store.transactional:
-                store.delete_by_sources(chunk)
+                forgotten["vectors"] += store.delete_by_sources(chunk)
             else:
                 outbox.write(DELETE_SOURCES, {"source_ids": chunk})
+                forgotten["vectors.queued"] += len(chunk)
 
     def owner_changed(self, thread_id: str, agent_id: str, user_id: str | None) -> None:
         store = get_embedding_store()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from django.db.models import Count, Q
 
+from cogitator_memory.dependents import Forgotten
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import Entity, Evidence, MemoryItem
 from cogitator_memory.items.services import MemoryItems
@@ -29,11 +30,12 @@ class ItemsOnEntries:
     """Purges or revises the items that quote entries that go."""
 
     name = "items"
+    models = (MemoryItem, Evidence, Entity)
 
     def entries_added(self, entries: Sequence[Entry]) -> None:
         """Items are extracted from entries later, by a run: nothing to derive yet."""
 
-    def forget_entries(self, entry_ids: Sequence[str]) -> None:
+    def forget_entries(self, entry_ids: Sequence[str], forgotten: Forgotten) -> None:
         ids = list(entry_ids)
         standing = Evidence.objects.of_entries(ids).values("item_id").distinct()
         touched = list(
@@ -55,7 +57,10 @@ class ItemsOnEntries:
                 "agent_id", flat=True
             )
         )
-        items.revise_evidence(revised, keep=lambda evidence: evidence.entry_id not in gone)
+        trimmed = items.revise_evidence(
+            revised, keep=lambda evidence: evidence.entry_id not in gone
+        )
+        forgotten["items.trimmed"] += len(trimmed)
         if purged:
             slots = {
                 (Slot(item.subject_id, item.attribute), MemoryScope.of(item))
@@ -67,7 +72,9 @@ class ItemsOnEntries:
             now = items.clock()
             for slot, scope in slots:
                 layout_slot(slot, scope, known_at=now)
-            Entity.objects.filter(pk__in=subjects, items__isnull=True).delete()
+            entities, _ = Entity.objects.filter(pk__in=subjects, items__isnull=True).delete()
+            forgotten["items.purged"] += len(purged)
+            forgotten["entities"] += entities
 
     def owner_changed(self, thread_id: str, agent_id: str, user_id: str | None) -> None:
         # Items keep the scope they were written in; a thread moving to another user does

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from cogitator_memory.keywords.models import DocumentKind
+from cogitator_memory.dependents import Forgotten
+from cogitator_memory.keywords.models import (
+    DocumentKind,
+    KeywordCorpus,
+    KeywordPosting,
+    KeywordTerm,
+)
 from cogitator_memory.keywords.postings import IndexedDocument, keyword_index
 from cogitator_memory.threads.models import CONVERSATION_TYPES, Entry
 from cogitator_memory.threads.text import entry_text
@@ -39,12 +45,13 @@ class EntryKeywords:
     """Keeps the keyword index in step with the entries: new ones in, gone ones out."""
 
     name = "entry_keywords"
+    models = (KeywordCorpus, KeywordTerm, KeywordPosting)
 
     def entries_added(self, entries: Sequence[Entry]) -> None:
         index_entries(entries)
 
-    def forget_entries(self, entry_ids: Sequence[str]) -> None:
-        keyword_index.remove(DocumentKind.ENTRY, entry_ids)
+    def forget_entries(self, entry_ids: Sequence[str], forgotten: Forgotten) -> None:
+        forgotten["keyword_documents"] += keyword_index.remove(DocumentKind.ENTRY, entry_ids)
 
     def owner_changed(self, thread_id: str, agent_id: str, user_id: str | None) -> None:
         """Entries are indexed per thread alone: nothing to change."""
