@@ -31,6 +31,7 @@ from cogitator_memory.embeddings.services import (
     EmbeddingService,
     get_embedding_service,
 )
+from cogitator_memory.embeddings.sources import VectorSource
 from cogitator_memory.embeddings.types import EmbeddingFilter, EmbeddingStore, NewEmbedding
 from cogitator_memory.exceptions import (
     EmbeddingServiceError,
@@ -47,6 +48,7 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "MESSAGES_INDEX",
     "MESSAGE_SOURCE_TYPE",
+    "MESSAGE_VECTORS",
     "MessageIndexOff",
     "ReindexProgress",
     "all_indexed",
@@ -68,6 +70,14 @@ MESSAGE_SOURCE_TYPE = "message"
 # and the start of a long message says what it is about.
 MAX_TEXT_CHARS = 8000
 _MESSAGES_FILTER = EmbeddingFilter(source_type=MESSAGE_SOURCE_TYPE, index=MESSAGES_INDEX)
+# The message index's vectors stand while their entry exists unredacted (registered with
+# ``embeddings.sources`` in ``AppConfig.ready``).
+MESSAGE_VECTORS = VectorSource(
+    MESSAGE_SOURCE_TYPE,
+    MESSAGES_INDEX,
+    standing=lambda: Entry.objects.filter(redaction__isnull=True),
+    noun="entries",
+)
 
 
 def message_index_enabled() -> bool:

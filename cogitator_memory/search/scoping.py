@@ -20,7 +20,9 @@ visible hits or the store has no more.
 
 The owner kept in a row is a copy; the thread is the truth. Every answer is checked
 against it (``still_current``): a hit naming a thread is returned only if the caller can
-open that thread now, and a message hit only while its entry exists unredacted.
+open that thread now, and a hit of a registered source (``embeddings/sources.py``: a
+message only while its entry exists unredacted, an item's only while the item exists)
+only while its source stands.
 """
 
 from __future__ import annotations
@@ -30,12 +32,17 @@ from collections.abc import Callable
 
 from django.db.models import Q
 
-from cogitator_memory.embeddings.message_index import MESSAGE_SOURCE_TYPE, MESSAGES_INDEX
 from cogitator_memory.embeddings.querysets import is_visible
+from cogitator_memory.embeddings.sources import (
+    VectorSource,
+    source_of,
+    standing_ids,
+    standing_q,
+)
 from cogitator_memory.embeddings.stores.base import scope_value
-from cogitator_memory.embeddings.types import INDEX_KEY, THREAD_ID_KEY, EmbeddingFilter, SearchHit
+from cogitator_memory.embeddings.types import THREAD_ID_KEY, EmbeddingFilter, SearchHit
 from cogitator_memory.grants import Grants
-from cogitator_memory.threads.models import Entry, Thread
+from cogitator_memory.threads.models import Thread
 
 # The most hits ``search_visible`` asks a store for at once; past it, what was found is
 # returned. Each round asks for four times as many as the last.
@@ -48,9 +55,7 @@ SearchRun = Callable[[EmbeddingFilter | None, int], list[SearchHit]]
 def current_q(grants: Grants | None) -> Q:
     """``still_current`` as a condition on ``Embedding`` rows, for searches the database
     runs itself (keyword search)."""
-    live_messages = Q(source_id__in=Entry.objects.filter(redaction__isnull=True).values("pk"))
-    condition = ~Q(source_type=MESSAGE_SOURCE_TYPE, index_name=MESSAGES_INDEX) | live_messages
-    return condition & open_threads_q(grants)
+    return standing_q() & open_threads_q(grants)
 
 
 def open_threads_q(grants: Grants | None) -> Q:
@@ -64,27 +69,20 @@ def open_threads_q(grants: Grants | None) -> Q:
 
 
 def still_current(hits: list[SearchHit], grants: Grants | None) -> list[SearchHit]:
-    """The hits whose sources stand now: a hit of the message index only while its entry
-    exists and is not redacted, and, for restricted ``grants``, a hit naming a thread
+    """The hits whose sources stand now: a hit of a registered source
+    (``embeddings/sources.py``) only while its source stands (a message's entry exists
+    unredacted, an item exists), and, for restricted ``grants``, a hit naming a thread
     only while that thread exists and the caller may open it. Copies of a thread's owner
     kept with its vectors follow the thread in the same transaction (or, outside the
     database, shortly after); this check makes the thread's current owner the one that
-    counts either way. Two queries, whatever the number of hits."""
-    message_ids = {
-        hit.embedding.source_id
-        for hit in hits
-        if hit.embedding.source_type == MESSAGE_SOURCE_TYPE
-        and hit.embedding.metadata.get(INDEX_KEY) == MESSAGES_INDEX
-    }
-    live_entries = (
-        set(
-            Entry.objects.filter(pk__in=message_ids, redaction__isnull=True).values_list(
-                "pk", flat=True
-            )
-        )
-        if message_ids
-        else set()
-    )
+    counts either way. One query per source type among the hits, and one for the
+    threads, whatever the number of hits."""
+    asked: dict[tuple[str, str], tuple[VectorSource, set[str]]] = {}
+    for hit in hits:
+        source = source_of(hit.embedding)
+        if source is not None:
+            asked.setdefault(source.key, (source, set()))[1].add(hit.embedding.source_id)
+    standing = {key: standing_ids(source, ids) for key, (source, ids) in asked.items()}
     restricted = grants if grants is not None and grants.agent_ids is not None else None
     thread_ids = {
         thread_id
@@ -103,7 +101,8 @@ def still_current(hits: list[SearchHit], grants: Grants | None) -> list[SearchHi
 
     def stands(hit: SearchHit) -> bool:
         embedding = hit.embedding
-        if embedding.source_id in message_ids and embedding.source_id not in live_entries:
+        source = source_of(embedding)
+        if source is not None and embedding.source_id not in standing[source.key]:
             return False
         thread_id = scope_value(embedding.metadata, THREAD_ID_KEY)
         return restricted is None or thread_id is None or thread_id in open_threads

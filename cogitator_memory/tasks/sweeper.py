@@ -2,7 +2,8 @@
 
 ``sweep_outbox_task`` carries out the outbox messages that could not be published when
 their change committed (a store outside the database was down); ``prune_vectors_task``
-deletes message vectors whose entry went or was redacted. A project runs them with
+deletes the vectors whose source went (an entry deleted or redacted, a memory item
+purged: every source registered in ``embeddings/sources.py``). A project runs them with
 Celery beat: ``cogitator_memory.beat.BEAT_SCHEDULE`` is the schedule to merge into its
 ``CELERY_BEAT_SCHEDULE``.
 """
@@ -13,7 +14,7 @@ import logging
 
 from celery import shared_task
 
-from cogitator_memory.embeddings.pruning import prune_message_vectors
+from cogitator_memory.embeddings.pruning import prune_vectors
 from cogitator_memory.outbox import services as outbox
 
 logger = logging.getLogger(__name__)
@@ -32,6 +33,7 @@ def sweep_outbox_task() -> dict[str, int]:
 
 @shared_task(ignore_result=True)
 def prune_vectors_task() -> dict[str, int]:
-    """Delete message vectors whose entry is gone or redacted; returns the totals."""
-    result = prune_message_vectors()
+    """Delete the vectors whose source is gone (or, for an entry, redacted), of every
+    registered source; returns the totals."""
+    result = prune_vectors()
     return {"checked": result.checked, "deleted": result.deleted}

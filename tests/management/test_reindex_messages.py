@@ -329,7 +329,7 @@ def test_prune_deletes_the_vectors_of_gone_and_redacted_entries(
         output = reindex("--prune", "--verbosity", "0")
     # then
     assert vector_sources() == {entry.pk for entry in kept}
-    assert "2 vectors deleted of 7 entries checked" in output
+    assert "2 vectors deleted of 7 sources checked (message: 2)" in output
 
 
 def test_prune_keeps_vectors_of_other_sources(entries: list[Entry]) -> None:

@@ -1,6 +1,7 @@
 """``manage.py reindex_messages``: embed the messages of a thread, an agent or every
 thread again, with a progress bar; resumable with ``--checkpoint``. ``--prune`` deletes
-the vectors of entries that are gone or redacted, with or without an embedding provider."""
+the vectors whose source is gone (entries deleted or redacted, memory items purged: every
+source of ``embeddings/sources.py``), with or without an embedding provider."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from cogitator_memory.embeddings import message_index
-from cogitator_memory.embeddings.pruning import PruneProgress, prune_message_vectors
+from cogitator_memory.embeddings.pruning import PruneProgress, prune_vectors
 from cogitator_memory.exceptions import CogitatorMemoryError, EmbeddingServiceError
 
 CHECKPOINT_VERSION = 1
@@ -39,8 +40,9 @@ class Command(BaseCommand):
         "threads (--agent) or of every thread (--all) into the message index, replacing "
         "their vectors. With --checkpoint FILE the last entry done is recorded after each "
         "batch, and a run stopped part way continues after it when started again with the "
-        "same scope and file. --prune first deletes the vectors whose entry is gone or "
-        "redacted (it needs no embedding provider, and may be given alone)."
+        "same scope and file. --prune first deletes the vectors whose source is gone "
+        "(entries deleted or redacted, memory items purged; it needs no embedding provider, "
+        "and may be given alone)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -51,7 +53,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--prune",
             action="store_true",
-            help="Delete the vectors of entries that are gone or redacted (every thread).",
+            help="Delete the vectors whose source is gone: entries deleted or redacted, memory "
+            "items purged (every thread).",
         )
         parser.add_argument(
             "--batch-size",
@@ -132,16 +135,21 @@ class Command(BaseCommand):
                 bar.set_postfix(deleted=progress.deleted)
 
         try:
-            result = prune_message_vectors(progress=report)
+            result = prune_vectors(progress=report)
         except CogitatorMemoryError as error:
             raise CommandError(str(error)) from error
         finally:
             if bar is not None:
                 bar.close()
+        by_type = ", ".join(
+            f"{source_type}: {count}"
+            for source_type, count in sorted(result.deleted_by_type.items())
+            if count
+        )
         self.stdout.write(
             self.style.SUCCESS(
-                f"Pruned the message index: {result.deleted} vectors deleted of "
-                f"{result.checked} entries checked."
+                f"Pruned the vectors: {result.deleted} vectors deleted of "
+                f"{result.checked} sources checked" + (f" ({by_type})." if by_type else ".")
             )
         )
 
