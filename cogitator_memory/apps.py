@@ -17,13 +17,32 @@ class CogitatorMemoryConfig(AppConfig):
             dependents,
             tasks,
         )
+        from cogitator_memory.compaction.models import CompactionRun
         from cogitator_memory.embeddings import entry_vectors, registry, services  # noqa: F401
+        from cogitator_memory.embeddings import sources as vector_sources
+        from cogitator_memory.embeddings.message_index import MESSAGE_VECTORS
+        from cogitator_memory.files.forgetting import FileVersionsOnEntries
         from cogitator_memory.items import forgetting
+        from cogitator_memory.items.models import ExtractionRun
+        from cogitator_memory.items.vectors import ITEM_VECTORS
+        from cogitator_memory.jobs import RunsOnEntries
         from cogitator_memory.keywords.entries import EntryKeywords
         from cogitator_memory.tasks import triggers  # noqa: F401
 
-        # What stands on entries comes and goes with them, in the services' own transactions.
+        # What stands on entries comes and goes with them, in the services' own transactions
+        # (every model holding entry ids or text derived from entries is named by one of
+        # these: tests/test_dependents.py).
         dependents.register(entry_vectors.EntryVectors())
         dependents.register(forgetting.ItemsOnEntries())
+        dependents.register(forgetting.ExtractionWindows())
         dependents.register(EntryKeywords())
+        dependents.register(FileVersionsOnEntries())
+        dependents.register(RunsOnEntries("extraction_runs", ExtractionRun))
+        dependents.register(
+            RunsOnEntries("compaction_runs", CompactionRun, entry_fields=["compaction_entry_id"])
+        )
         entry_vectors.register_outbox_handlers()
+        # Every kind of vector the app writes, for the pruner and the searches' check of
+        # each hit against its source.
+        vector_sources.register_source(MESSAGE_VECTORS)
+        vector_sources.register_source(ITEM_VECTORS)

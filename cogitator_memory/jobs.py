@@ -9,12 +9,17 @@ gets that one, which a unique constraint decides, not a read (``run_constraints`
 ``request_run`` writes a run and enqueues its task once the transaction commits
 (``enqueue_run``). An open run silent for ``LOST_AFTER`` (its worker lost with its task) is
 closed as failed when the next request comes, and a new one starts.
+
+A run goes whole with its thread (its key cascades). While the thread stays, a run that
+names an entry which goes is kept in step by ``RunsOnEntries`` (a ``dependents.Dependent``
+each run model registers in ``AppConfig.ready``): a field holding the entry's id is
+emptied, and an error text naming it has the id replaced by the redaction marker.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -27,6 +32,7 @@ from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
 
 from cogitator_memory import policy
+from cogitator_memory.dependents import Forgotten
 from cogitator_memory.exceptions import (
     CogitatorMemoryError,
     NotFound,
@@ -34,7 +40,7 @@ from cogitator_memory.exceptions import (
 )
 from cogitator_memory.grants import Grants
 from cogitator_memory.jsondata import storable_text
-from cogitator_memory.threads.models import Thread
+from cogitator_memory.threads.models import REDACTED_TEXT, Entry, Thread
 from cogitator_memory.threads.selectors import visible_thread
 
 if TYPE_CHECKING:
@@ -50,6 +56,7 @@ __all__ = [
     "JobRecorder",
     "JobRun",
     "RunStatus",
+    "RunsOnEntries",
     "enqueue_run",
     "get_visible_run",
     "public_error",
@@ -253,3 +260,54 @@ class JobRecorder(Generic[RunT]):
                 When(error="", then=Value(error)), default=F("error"), output_field=TextField()
             )
         self._update(status=RunStatus.FAILED, error=text, finished_at=timezone.now())
+
+
+# Entry ids per query: well under SQLite's parameter limit.
+IDS_PER_QUERY = 500
+
+
+class RunsOnEntries:
+    """Keeps the runs of ``model`` in step with the entries they name: when entries go,
+    a field of ``entry_fields`` holding one of their ids is emptied (a compaction run's
+    compaction entry), and an error text naming one has the id replaced by the
+    redaction marker. Runs are read by their thread (an indexed key), the threads of the
+    entries that go; counted as ``runs``."""
+
+    def __init__(self, name: str, model: type[JobRun], entry_fields: Sequence[str] = ()) -> None:
+        self.name = name
+        self.model = model
+        self.entry_fields = tuple(entry_fields)
+
+    @property
+    def models(self) -> tuple[type[JobRun], ...]:
+        return (self.model,)
+
+    def entries_added(self, entries: Sequence[Entry]) -> None:
+        """A run is written by the request that asks for it."""
+
+    def forget_entries(self, entry_ids: Sequence[str], forgotten: Forgotten) -> None:
+        ids = list(entry_ids)
+        runs = self.model._default_manager
+        for start in range(0, len(ids), IDS_PER_QUERY):
+            chunk = ids[start : start + IDS_PER_QUERY]
+            # Called before the entries go, so they still name their threads.
+            threads = Entry.objects.filter(pk__in=chunk).values("thread_id")
+            changed: set[Any] = set()
+            for field in self.entry_fields:
+                named = runs.filter(thread_id__in=threads, **{f"{field}__in": chunk})
+                pks = list(named.values_list("pk", flat=True))
+                runs.filter(pk__in=pks).update(**{field: ""})
+                changed.update(pks)
+            errored = runs.filter(thread_id__in=threads).exclude(error="")
+            for pk, error in errored.values_list("pk", "error"):
+                cleaned = error
+                for entry_id in chunk:
+                    if entry_id in cleaned:
+                        cleaned = cleaned.replace(entry_id, REDACTED_TEXT)
+                if cleaned != error:
+                    runs.filter(pk=pk).update(error=cleaned)
+                    changed.add(pk)
+            forgotten["runs"] += len(changed)
+
+    def owner_changed(self, thread_id: str, agent_id: str, user_id: str | None) -> None:
+        """A run names its thread, no owner."""

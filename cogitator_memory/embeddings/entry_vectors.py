@@ -6,8 +6,11 @@ of its owner in its vectors (the ``user_id`` column, ``metadata.userId``) follow
 the store keeps its rows in the app's database (exact, pgvector) this happens in the
 transaction of the change itself; for a store outside it (Qdrant) an outbox message is
 written in that transaction and carried out after commit, retried by the sweeper until
-done. Meanwhile searches never return what went: they check each hit against the entry
+done. Meanwhile searches never return what went: they check each hit against the source
 and thread it names (``search/scoping.py``).
+
+``forget_vectors`` is that step for any source ids: the items' dependent deletes the
+vectors of the items it purges through it too (``items/forgetting.py``).
 """
 
 from __future__ import annotations
@@ -19,11 +22,18 @@ from cogitator_memory.dependents import Forgotten
 from cogitator_memory.embeddings.models import Embedding
 from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.outbox import services as outbox
+from cogitator_memory.outbox.models import OutboxMessage
 
 if TYPE_CHECKING:
     from cogitator_memory.threads.models import Entry
 
-__all__ = ["DELETE_SOURCES", "SET_OWNER", "EntryVectors", "register_outbox_handlers"]
+__all__ = [
+    "DELETE_SOURCES",
+    "SET_OWNER",
+    "EntryVectors",
+    "forget_vectors",
+    "register_outbox_handlers",
+]
 
 DELETE_SOURCES = "embeddings.delete_sources"
 SET_OWNER = "embeddings.set_owner"
@@ -31,24 +41,38 @@ SET_OWNER = "embeddings.set_owner"
 IDS_PER_MESSAGE = 500
 
 
+def forget_vectors(source_ids: Sequence[str], forgotten: Forgotten) -> None:
+    """Delete every vector of these sources, whatever its index: in the open transaction
+    where the store keeps its rows in the database (counted as ``vectors``), else by an
+    outbox message per ``IDS_PER_MESSAGE`` sources, carried out after commit (the
+    sources counted as ``vectors.queued``)."""
+    ids = list(source_ids)
+    store = get_embedding_store()
+    for start in range(0, len(ids), IDS_PER_MESSAGE):
+        chunk = ids[start : start + IDS_PER_MESSAGE]
+        if store.transactional:
+            forgotten["vectors"] += store.delete_by_sources(chunk)
+        else:
+            outbox.write(DELETE_SOURCES, {"source_ids": chunk})
+            forgotten["vectors.queued"] += len(chunk)
+
+
 class EntryVectors:
-    """Deletes the vectors of entries that go; moves a thread's vectors with its owner."""
+    """Deletes the vectors of entries that go; moves a thread's vectors with its owner.
+
+    Its outbox messages (``OutboxMessage`` rows naming the entries) carry those changes
+    to a store outside the database and are deleted once carried out: they are the
+    forgetting itself, never something to forget (a delete of sources already gone
+    deletes nothing; an owner change reaches only vectors that exist)."""
 
     name = "embeddings"
-    models = (Embedding,)
+    models = (Embedding, OutboxMessage)
 
     def entries_added(self, entries: Sequence[Entry]) -> None:
         """Embedding waits for the commit (the ``entry_added`` signal enqueues it)."""
 
     def forget_entries(self, entry_ids: Sequence[str], forgotten: Forgotten) -> None:
-        store = get_embedding_store()
-        for start in range(0, len(entry_ids), IDS_PER_MESSAGE):
-            chunk = list(entry_ids[start : start + IDS_PER_MESSAGE])
-            if store.transactional:
-                forgotten["vectors"] += store.delete_by_sources(chunk)
-            else:
-                outbox.write(DELETE_SOURCES, {"source_ids": chunk})
-                forgotten["vectors.queued"] += len(chunk)
+        forget_vectors(entry_ids, forgotten)
 
     def owner_changed(self, thread_id: str, agent_id: str, user_id: str | None) -> None:
         store = get_embedding_store()

@@ -7,22 +7,34 @@ source_type ``"item"``, source_id the item id, and the item's scope as metadata
 (``{"index": "items", "agentId", "userId", "threadId"}``), so a vector is seen by whom the
 item is. ``item_vectors`` reads the stored vectors of items and embeds the missing ones on
 demand, in one provider call. Without an embedding provider there are no item vectors.
+
+An item's vectors go with it: the items' dependent deletes them when it purges the item
+(``items/forgetting.py``), and a vector is stored only for an item that still exists,
+read under the agent's write lock, which a purge takes too: a purge either committed
+before (the item is skipped) or waits for the vector and deletes it with the item.
+Pruning and searches tell a standing item's vector by ``ITEM_VECTORS``, registered with
+``embeddings.sources`` in ``AppConfig.ready``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from django.db import transaction
+
 from cogitator_memory.embeddings.models import AGENT_ID_KEY, INDEX_KEY, THREAD_ID_KEY, USER_ID_KEY
 from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.embeddings.services import EmbeddingService, get_embedding_service
+from cogitator_memory.embeddings.sources import VectorSource
 from cogitator_memory.embeddings.types import EmbeddingFilter, EmbeddingStore, NewEmbedding
 from cogitator_memory.exceptions import EmbeddingServiceError
 from cogitator_memory.items.models import MemoryItem
+from cogitator_memory.items.services import MemoryItems
 
 __all__ = [
     "ITEMS_INDEX",
     "ITEM_SOURCE_TYPE",
+    "ITEM_VECTORS",
     "embed_items",
     "item_embedding",
     "item_text",
@@ -32,6 +44,10 @@ __all__ = [
 ITEM_SOURCE_TYPE = "item"
 ITEMS_INDEX = "items"
 ITEMS_FILTER = EmbeddingFilter(source_type=ITEM_SOURCE_TYPE, index=ITEMS_INDEX)
+# An item's vector stands while the item exists.
+ITEM_VECTORS = VectorSource(
+    ITEM_SOURCE_TYPE, ITEMS_INDEX, standing=lambda: MemoryItem.objects.all(), noun="items"
+)
 # Item texts are a sentence or two; this bounds a pathological value.
 MAX_ITEM_TEXT_CHARS = 2000
 
@@ -68,24 +84,51 @@ def _stored_vectors(store: EmbeddingStore, ids: Sequence[str]) -> dict[str, list
     }
 
 
+def _store_unless_gone(
+    store: EmbeddingStore, items: Sequence[MemoryItem], vectors: Sequence[Sequence[float]]
+) -> int:
+    """Store the vectors of the items that still exist; returns how many. Read and
+    written under the write lock of the items' agents, which a purge takes before it
+    deletes items and their vectors (``items/forgetting.py``), so the vector of an item
+    purged while the provider answered is never left behind."""
+    with transaction.atomic():
+        MemoryItems().lock_agents(item.agent_id for item in items)
+        present = set(
+            MemoryItem.objects.filter(pk__in=[item.pk for item in items]).values_list(
+                "pk", flat=True
+            )
+        )
+        rows = [
+            item_embedding(item, vector)
+            for item, vector in zip(items, vectors, strict=True)
+            if item.pk in present
+        ]
+        if rows:
+            store.add(rows)
+    return len(rows)
+
+
 def _embed_and_store(
     items: Sequence[MemoryItem], service: EmbeddingService, store: EmbeddingStore
-) -> dict[str, list[float]]:
+) -> tuple[dict[str, list[float]], int]:
+    """The vectors of these items, embedded now, and how many of them were stored (those
+    of items that still exist)."""
     if not items:
-        return {}
+        return {}, 0
     vectors = service.embed([item_text(item) for item in items])
     if len(vectors) != len(items):
         raise EmbeddingServiceError(
             service.provider, f"returned {len(vectors)} vectors for {len(items)} texts"
         )
-    store.add([item_embedding(item, vector) for item, vector in zip(items, vectors, strict=True)])
-    return {item.pk: list(vector) for item, vector in zip(items, vectors, strict=True)}
+    stored = _store_unless_gone(store, items, vectors)
+    return {item.pk: list(vector) for item, vector in zip(items, vectors, strict=True)}, stored
 
 
 def embed_items(item_ids: Sequence[str], *, service: EmbeddingService | None = None) -> int:
     """Embed the items of these ids that have no vector yet, in one provider call, and
-    store their vectors. Ids of items that are gone are skipped. Does nothing without an
-    embedding service. Returns how many items were embedded.
+    store their vectors. Ids of items that are gone are skipped, as are items purged
+    while the provider answered. Does nothing without an embedding service. Returns how
+    many items were embedded and stored.
 
     Raises ``EmbeddingServiceError`` when the provider fails; nothing is stored then.
     """
@@ -100,7 +143,8 @@ def embed_items(item_ids: Sequence[str], *, service: EmbeddingService | None = N
         .select_related("subject")
         .order_by("pk")
     )
-    return len(_embed_and_store(missing, service, store))
+    _vectors, stored = _embed_and_store(missing, service, store)
+    return stored
 
 
 def item_vectors(
@@ -115,5 +159,6 @@ def item_vectors(
     store = store if store is not None else get_embedding_store()
     found = _stored_vectors(store, [item.pk for item in items])
     missing = [item for item in items if item.pk not in found]
-    found.update(_embed_and_store(missing, service, store))
+    embedded, _stored = _embed_and_store(missing, service, store)
+    found.update(embedded)
     return found
