@@ -2,16 +2,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from django.db import transaction
+from django.test import override_settings
 
+from cogitator_memory import dependents
+from cogitator_memory.embeddings.entry_vectors import DELETE_SOURCES
+from cogitator_memory.embeddings.models import Embedding
+from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.grants import MemoryScope
-from cogitator_memory.items.models import Entity, Evidence, ItemStatus, MemoryItem
+from cogitator_memory.items.models import (
+    Entity,
+    Evidence,
+    ExtractionWindow,
+    ItemStatus,
+    MemoryItem,
+)
 from cogitator_memory.items.services import MemoryItems
 from cogitator_memory.items.statements import NewEvidence, NewItem
+from cogitator_memory.items.vectors import ITEMS_FILTER, embed_items
+from cogitator_memory.keywords.models import KeywordPosting
+from cogitator_memory.outbox import services as outbox
+from cogitator_memory.outbox.models import OutboxMessage
 from cogitator_memory.threads import services as threads
+from tests.lineage_support import SECRET_WORD, U1, tell_a_secret
+from tests.search.support import CONCEPT_PROVIDER
 
 pytestmark = pytest.mark.django_db
 
@@ -138,3 +157,106 @@ def test_an_item_left_with_a_quote_that_does_not_hold_is_not_verified(conversati
     threads.delete_entry(made_up.pk)
     item.refresh_from_db()
     assert item.verified is True
+
+
+# --- what else goes with the items and entries ---------------------------------------------
+
+
+@pytest.fixture
+def exact_store() -> Iterator[None]:
+    settings = {"EMBEDDINGS": {"PROVIDER": CONCEPT_PROVIDER, "STORE": "exact"}}
+    with override_settings(COGITATOR_MEMORY=settings):
+        yield
+
+
+@pytest.fixture
+def qdrant_store() -> Iterator[None]:
+    settings = {
+        "EMBEDDINGS": {"PROVIDER": CONCEPT_PROVIDER, "STORE": "qdrant", "QDRANT_PATH": ":memory:"}
+    }
+    with override_settings(COGITATOR_MEMORY=settings):
+        yield
+        get_embedding_store().close()  # type: ignore[attr-defined]
+
+
+def item_vector_sources() -> set[str]:
+    store = get_embedding_store()
+    return {source for batch in store.iter_source_ids(ITEMS_FILTER) for source in batch}
+
+
+def test_a_purged_items_vectors_go_in_the_same_transaction(exact_store: None) -> None:
+    # given two items embedded, one standing on the entry that goes
+    told = tell_a_secret()
+    kept = (
+        MemoryItems()
+        .write(
+            U1,
+            NewItem(
+                kind="fact",
+                subject="u1",
+                attribute="plans",
+                value="a table for two",
+                trust="user",
+                confidence=0.9,
+                evidence=[NewEvidence(quote="a table for two", entry_id=told.other.pk)],
+            ),
+        )
+        .item
+    )
+    embed_items([kept.pk])
+    assert item_vector_sources() == {told.item.pk, kept.pk}
+    assert KeywordPosting.objects.filter(term=SECRET_WORD).exists()
+    # when the change rolls back, then the vector stays
+    with pytest.raises(RuntimeError), transaction.atomic():
+        threads.delete_entry(told.entry.pk)
+        assert item_vector_sources() == {kept.pk}
+        raise RuntimeError("rolled back")
+    assert item_vector_sources() == {told.item.pk, kept.pk}
+    # when it commits, then it and its keyword postings are gone, counted
+    with transaction.atomic():
+        forgotten = dependents.forget_entries([told.entry.pk])
+    assert (forgotten["items.purged"], forgotten["vectors"]) == (1, 1)
+    assert item_vector_sources() == {kept.pk}
+    assert not KeywordPosting.objects.filter(term=SECRET_WORD).exists()
+    assert not Embedding.objects.filter(content__icontains=SECRET_WORD).exists()
+
+
+def test_with_qdrant_a_purged_items_vectors_go_through_the_outbox(
+    qdrant_store: None, django_capture_on_commit_callbacks: Any
+) -> None:
+    # given an item embedded into Qdrant
+    told = tell_a_secret()
+    assert item_vector_sources() == {told.item.pk}
+    # when its entry goes, the delete waits in the outbox until the change commits
+    with django_capture_on_commit_callbacks(execute=True):
+        threads.delete_entry(told.entry.pk)
+        assert OutboxMessage.objects.filter(topic=DELETE_SOURCES).count() == 2
+        assert item_vector_sources() == {told.item.pk}
+    # then it is carried out after commit
+    assert item_vector_sources() == set()
+    assert outbox.pending() == 0
+
+
+def test_extraction_windows_naming_an_entry_that_goes_go_with_it(conversation) -> None:
+    # given windows ending at, beginning at, and around the entry that goes
+    thread, first, second = conversation
+    third = threads.add_entry(thread.pk, role="user", content="And I cycle.")
+
+    def window(start, end) -> ExtractionWindow:
+        return ExtractionWindow.objects.create(
+            thread=thread, first_entry_id=start.pk, last_entry_id=end.pk, version="v1"
+        )
+
+    ends_there, starts_there = window(first, second), window(second, third)
+    around = window(first, third)
+    other_thread = threads.create_thread("concierge")
+    elsewhere = threads.add_entry(other_thread.pk, role="user", content="Hi.")
+    unrelated = window(elsewhere, elsewhere)
+    # when
+    with transaction.atomic():
+        forgotten = dependents.forget_entries([second.pk])
+    # then the windows that name it are gone, and the others stay
+    assert forgotten["extraction_windows"] == 2
+    left = set(ExtractionWindow.objects.values_list("pk", flat=True))
+    assert left == {around.pk, unrelated.pk}
+    assert not {ends_there.pk, starts_there.pk} & left
