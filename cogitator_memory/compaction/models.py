@@ -31,7 +31,8 @@ class CompactionRun(JobRun):
         default=False,
         help_text=_("Asked for through the API: compacts whatever the thread's size."),
     )
-    # The entry id, not a foreign key: the run stays a record when the entry goes.
+    # The entry id, not a foreign key: the run stays a record when the entry goes (and
+    # the id is emptied then: ``jobs.RunsOnEntries``).
     compaction_entry_id = models.CharField(
         _("compaction entry"),
         max_length=64,

@@ -25,8 +25,8 @@ class CompactionRunSerializer(serializers.Serializer):
     )
     compaction_entry_id = serializers.CharField(
         allow_null=True,
-        help_text="The compaction entry written; null until done, or when there was "
-        "nothing to compact.",
+        help_text="The compaction entry written; null until done, when there was "
+        "nothing to compact, or once that entry was deleted.",
     )
     attempts = serializers.IntegerField(min_value=0)
     error = serializers.CharField(allow_blank=True, help_text="The last failure, if any.")
