@@ -1,8 +1,8 @@
 """What stands on entries and threads: the registry of dependents, kept in step with them.
 
-Derived data (keyword postings and vectors of messages, memory items and their evidence,
-and what later layers add) never outlives its source, and copies of a thread's owner never
-lag behind it. The thread services call these functions as an explicit step of every
+Derived data (keyword postings and vectors of messages, memory items with their evidence
+and vectors, memory file versions, extraction windows, job runs, and what later layers
+add) never outlives its source, and copies of a thread's owner never lag behind it. The thread services call these functions as an explicit step of every
 change, inside the transaction that makes it:
 
 - ``entries_added(entries)`` when entries are inserted (a new entry, the copies of a fork);
@@ -43,8 +43,10 @@ __all__ = [
 class Forgotten(Counter[str]):
     """What a forget step took out, counted by the name a cascade's report gives it
     (``"items.purged"``, ``"items.trimmed"``, ``"entities"``, ``"summaries"``,
-    ``"file_versions"``, ``"vectors"``, ``"keyword_documents"``, ...). Dependents add to
-    the one they are handed; ``forget_entries`` returns the sum."""
+    ``"file_versions"``, ``"files.deleted"``, ``"vectors"``, ``"vectors.queued"`` (sources
+    whose vectors an outbox message deletes after commit), ``"keyword_documents"``,
+    ``"extraction_windows"``, ``"runs"``, ...). Dependents add to the one they are handed;
+    ``forget_entries`` returns the sum."""
 
 
 class Dependent(Protocol):
