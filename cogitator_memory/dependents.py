@@ -2,8 +2,9 @@
 
 Derived data (keyword postings and vectors of messages, memory items with their evidence
 and vectors, memory file versions, extraction windows, job runs, and what later layers
-add) never outlives its source, and copies of a thread's owner never lag behind it. The thread services call these functions as an explicit step of every
-change, inside the transaction that makes it:
+add) never outlives its source, and copies of a thread's owner never lag behind it. The
+thread services call these functions as an explicit step of every change, inside the
+transaction that makes it:
 
 - ``entries_added(entries)`` when entries are inserted (a new entry, the copies of a fork);
 - ``forget_entries(entry_ids)`` when entries are deleted or redacted, or their thread is
