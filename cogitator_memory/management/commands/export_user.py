@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from cogitator_memory.exceptions import CogitatorMemoryError
 from cogitator_memory.export.services import ExportProgress, export_user
-from cogitator_memory.management.progress import BarStream
+from cogitator_memory.management.commands.reindex_messages import _BarStream
 
 
 class Command(BaseCommand):
@@ -66,7 +66,7 @@ class Command(BaseCommand):
             last = progress
             if bar is None and show_bar:
                 bar = tqdm(
-                    total=progress.total, unit="record", file=BarStream(self.stderr), ascii=True
+                    total=progress.total, unit="record", file=_BarStream(self.stderr), ascii=True
                 )
             if bar is not None:
                 bar.update(progress.written - bar.n)

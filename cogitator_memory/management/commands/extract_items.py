@@ -10,7 +10,7 @@ from tqdm import tqdm
 
 from cogitator_memory.exceptions import CogitatorMemoryError
 from cogitator_memory.items.thread_windows import extract_thread
-from cogitator_memory.management.progress import BarStream
+from cogitator_memory.management.commands.reindex_messages import _BarStream
 from cogitator_memory.threads.models import Thread
 
 
@@ -46,7 +46,7 @@ class Command(BaseCommand):
         ids = list(threads.values_list("pk", flat=True))
         show_bar = options["verbosity"] > 0
         bar: Any = (
-            tqdm(total=len(ids), unit="thread", file=BarStream(self.stdout), ascii=True)
+            tqdm(total=len(ids), unit="thread", file=_BarStream(self.stdout), ascii=True)
             if show_bar
             else None
         )

@@ -9,15 +9,28 @@ import os
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 from tqdm import tqdm
 
 from cogitator_memory.embeddings import message_index
 from cogitator_memory.embeddings.pruning import PruneProgress, prune_message_vectors
 from cogitator_memory.exceptions import CogitatorMemoryError, EmbeddingServiceError
-from cogitator_memory.management.progress import BarStream
 
 CHECKPOINT_VERSION = 1
+
+
+class _BarStream:
+    """Writes tqdm's output through the command's stream as it comes: the stream
+    otherwise ends every write with a new line, which breaks a bar redrawn with \\r."""
+
+    def __init__(self, stream: OutputWrapper) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        self.stream.write(text, ending="")
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 class Command(BaseCommand):
@@ -81,7 +94,7 @@ class Command(BaseCommand):
             nonlocal bar
             if bar is None and show_bar:
                 bar = tqdm(
-                    total=progress.total, unit="entry", file=BarStream(self.stdout), ascii=True
+                    total=progress.total, unit="entry", file=_BarStream(self.stdout), ascii=True
                 )
             if bar is not None:
                 bar.update(progress.done - bar.n)
@@ -110,7 +123,7 @@ class Command(BaseCommand):
 
     def _prune(self, *, show_bar: bool) -> None:
         bar: Any = (
-            tqdm(unit="source", file=BarStream(self.stdout), ascii=True) if show_bar else None
+            tqdm(unit="source", file=_BarStream(self.stdout), ascii=True) if show_bar else None
         )
 
         def report(progress: PruneProgress) -> None:
