@@ -359,6 +359,29 @@ class ReviewRefused(Forbidden):
         self.permission = permission
 
 
+class ExportRefused(Forbidden):
+    """The principal may not export a user's memory: exports are made by people holding
+    ``permission``, never by an API key (trusted automation runs the ``export_user``
+    command or calls ``export.services.export_user``)."""
+
+    code = "export_not_permitted"
+
+    def __init__(self, message: str, *, permission: str) -> None:
+        super().__init__(message)
+        self.permission = permission
+
+
+class UserNotGranted(Forbidden):
+    """None of the caller's grants reaches this user's memory in any agent: each grant of
+    an agent names users, and none names this one."""
+
+    code = "permission_denied"
+
+    def __init__(self, user_id: str) -> None:
+        super().__init__(f"None of your grants reaches the memory of user {user_id!r}.")
+        self.user_id = user_id
+
+
 class ExtractionRunNotFound(NotFound):
     """No extraction run has this id (or the caller may not see its thread)."""
 

@@ -231,6 +231,8 @@ PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "item_id": {"minLength": 1, "maxLength": ITEM_ID_MAX_LENGTH, **TEXT},
     "run_id": {"minLength": 1, "maxLength": ITEM_ID_MAX_LENGTH, **TEXT},
     "session_id": {"minLength": 1, "maxLength": SESSION_ID_MAX_LENGTH, **TEXT},
+    # Any user id a thread can have; one of no memory exports an empty document.
+    "user_id": {"minLength": 1, "maxLength": USER_ID_MAX_LENGTH, **TEXT},
 }
 # Operations whose body must be given: without one it is {}, which they refuse (drf-spectacular
 # requires a body only of a serializer with required fields).

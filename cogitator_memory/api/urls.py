@@ -16,6 +16,7 @@ from cogitator_memory.api.views.compaction import (
 )
 from cogitator_memory.api.views.context import ContextView, RecallView
 from cogitator_memory.api.views.entries import EntryDetailView, EntryRedactView, ThreadEntriesView
+from cogitator_memory.api.views.export import UserExportView
 from cogitator_memory.api.views.extraction import ExtractionRunView, ThreadExtractView
 from cogitator_memory.api.views.files import (
     FileCommandView,
@@ -71,4 +72,6 @@ urlpatterns = [
     path("files/command/", FileCommandView.as_view(), name="file-command"),
     path("sessions/", SessionListView.as_view(), name="session-list"),
     path("sessions/<str:session_id>/", SessionDetailView.as_view(), name="session-detail"),
+    # <path:>: a user id is any text, a "/" included (sent as %2F).
+    path("users/<path:user_id>/export/", UserExportView.as_view(), name="user-export"),
 ]

@@ -115,6 +115,11 @@ class Thread(models.Model):
     class Meta:
         verbose_name = _("thread")
         verbose_name_plural = _("threads")
+        # A user's memory starts with their threads; the export covers what stands on
+        # them too (items, files, sessions, runs), so the permission is not a thread's.
+        permissions = [
+            ("export_user_memory", _("Can export everything memory keeps of a user")),
+        ]
         indexes = [
             models.Index(fields=["agent_id", "-updated_at", "-id"], name="cm_thread_agent_updated"),
             models.Index(fields=["-updated_at", "-id"], name="cm_thread_updated"),

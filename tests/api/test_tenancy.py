@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -107,6 +107,7 @@ class World:
     victim_compaction_run: CompactionRun | None = None
     own_session: ChannelSession | None = None
     victim_session: ChannelSession | None = None
+    scenario: str = ""
 
     def names(self) -> dict[str, str]:
         """The values of the placeholders of an attempt, for the victim's objects."""
@@ -158,7 +159,9 @@ def user_principal(
 ) -> Principal:
     user = make_user(name, grants)
     # Every review permission: what stops a review of the other side is the grant alone.
-    user.user_permissions.add(*Permission.objects.filter(codename__in=REVIEW_PERMISSIONS))
+    user.user_permissions.add(
+        *Permission.objects.filter(codename__in=[*REVIEW_PERMISSIONS, EXPORT_PERMISSION])
+    )
     if session:
         client = APIClient()
         client.force_login(user)
@@ -195,6 +198,7 @@ def index_for_search(conversation: Conversation) -> None:
 
 
 REVIEW_PERMISSIONS = ["activate_memoryitem", "reject_memoryitem", "let_go_memoryitem"]
+EXPORT_PERMISSION = "export_user_memory"
 
 
 def remember(conversation: Conversation, tag: str = "") -> tuple[MemoryItem, ExtractionRun]:
@@ -298,6 +302,7 @@ def world(
         own_run,
         victim_run,
         victim_compaction_run=victim_compaction_run,
+        scenario=request.param,
     )
     world.own_session = channel_session(own, "chat-own")
     world.victim_session = channel_session(theirs, "chat-theirs")
@@ -327,6 +332,9 @@ class Attempt:
     ``compare_with_missing`` False where the API documents a different answer for a free
     id (a taken id is a conflict) or where the attempt names no object (lists).
     ``finds_own``: a search whose hits must hold the actor's own reply.
+    ``answers``: the status and code in scenarios (``SCENARIOS``) whose actor is answered
+    otherwise, where the actor's kind or grants decide it (an export). ``exports_own``: an
+    export that must hold the actor's own thread.
     """
 
     label: str
@@ -339,6 +347,12 @@ class Attempt:
     lists_nothing: bool = False
     compare_with_missing: bool = True
     finds_own: bool = False
+    answers: Mapping[str, tuple[int, str | None]] = field(default_factory=dict)
+    exports_own: bool = False
+
+    def answer_in(self, scenario: str) -> tuple[int, str | None]:
+        """The status and error code the attempt must get in ``scenario``."""
+        return self.answers.get(scenario, (self.status, self.code))
 
 
 NEW_ENTRY = {"role": "user", "content": "Intruding."}
@@ -589,6 +603,57 @@ SESSION_ROWS: dict[tuple[str, str], list[Attempt]] = {
         Attempt("head of the victim's session", "sessions/{victim_session}/", 404),
     ],
     ("sessions/<str:session_id>/", "OPTIONS"): options("sessions/{victim_session}/"),
+}
+
+
+# The export of a user's memory: for people holding the permission (an API key is refused
+# whatever it asks), of the users their grants reach. A grant of every user of an agent
+# reaches any user id in that agent, so the actor may export the victim's user id there:
+# the document must then hold nothing of the victim's.
+EXPORT = "users/{victim_user}/export/"
+KEY_REFUSED = {"api-key-acts-on-user": (403, "export_not_permitted")}
+EXPORT_ROWS: dict[tuple[str, str], list[Attempt]] = {
+    ("users/<path:user_id>/export/", "GET"): [
+        Attempt(
+            "export the victim's user under the victim's agent",
+            EXPORT + "?agent_id={victim_agent}",
+            403,
+            "permission_denied",
+            answers=KEY_REFUSED,
+            compare_with_missing=False,
+        ),
+        Attempt(
+            "export the victim's user under the actor's agent and the victim's",
+            EXPORT + "?agent_id={own_agent}&agent_id={victim_agent}",
+            403,
+            "permission_denied",
+            answers=KEY_REFUSED,
+            compare_with_missing=False,
+        ),
+        Attempt(
+            "export the victim's user in every agent the actor's grants reach",
+            EXPORT,
+            200,
+            answers={
+                **KEY_REFUSED,
+                # The actor's grant names its own user only.
+                "same-agent-other-user": (403, "permission_denied"),
+            },
+            compare_with_missing=False,
+        ),
+        Attempt(
+            "export the actor's own user",
+            "users/{own_user}/export/",
+            200,
+            answers=KEY_REFUSED,
+            exports_own=True,
+            compare_with_missing=False,
+        ),
+    ],
+    ("users/<path:user_id>/export/", "HEAD"): [
+        Attempt("head of the victim's export", EXPORT + "?agent_id={victim_agent}", 403),
+    ],
+    ("users/<path:user_id>/export/", "OPTIONS"): options(EXPORT),
 }
 
 
@@ -1042,6 +1107,7 @@ MATRIX: dict[tuple[str, str], list[Attempt]] = {
     ("recall/", "OPTIONS"): [Attempt("options of the recall", "recall/", 200)],
     **FILE_ROWS,
     **SESSION_ROWS,
+    **EXPORT_ROWS,
 }
 
 
@@ -1120,6 +1186,7 @@ def test_the_walk_finds_the_endpoints_of_the_api():
         "files/command/",
         "sessions/",
         "sessions/<str:session_id>/",
+        "users/<path:user_id>/export/",
     }
     # when
     declared = declared_endpoints()
@@ -1160,8 +1227,10 @@ def send(client: APIClient, method: str, attempt: Attempt, names: dict[str, str]
     body = fill(attempt.body, names)
     call = getattr(client, method.lower())
     response = call(url, body, format="json") if body is not None else call(url)
-    data = response.json() if response.content else None
-    return Sent(url, body, response.status_code, response.content, data)
+    # An export is streamed: its content is read from the stream.
+    content = b"".join(response.streaming_content) if response.streaming else response.content
+    data = json.loads(content) if content else None
+    return Sent(url, body, response.status_code, content, data)
 
 
 def assert_named_route(url: str, route: str) -> None:
@@ -1181,10 +1250,11 @@ def test_no_read_or_write_crosses_to_the_other_principal(
     sent = send(world.actor.client, method, attempt, names)
     # then: the refusal
     assert_named_route(sent.url, route)
-    assert sent.status == attempt.status, (world.actor.label, sent.data)
-    if attempt.code is not None:
+    status, code = attempt.answer_in(world.scenario)
+    assert sent.status == status, (world.actor.label, sent.data)
+    if code is not None:
         assert set(sent.data) == {"code", "message", "errors"}
-        assert sent.data["code"] == attempt.code, sent.data
+        assert sent.data["code"] == code, sent.data
         assert sorted(sent.data["errors"]) == sorted(attempt.fields), sent.data
     # then: nothing of anyone's changed
     assert snapshot_rows() == before
@@ -1206,6 +1276,9 @@ def test_no_read_or_write_crosses_to_the_other_principal(
         assert sent.data["results"] == []
     if attempt.finds_own:
         assert world.own.reply.pk in [hit["source_id"] for hit in sent.data["results"]]
+    if attempt.exports_own and sent.status == 200:
+        assert world.own.thread_id in [thread["id"] for thread in sent.data["threads"]]
+        assert world.own_item.pk in [item["id"] for item in sent.data["items"]]
     # then: the same answer as for objects that do not exist
     if attempt.compare_with_missing:
         missing_names = world.missing_names()
