@@ -31,7 +31,7 @@ def standing(*entries: Entry) -> list[bool]:
 @pytest.fixture
 def branched() -> dict[str, Entry]:
     """question -> answer A (-> model change -> tool result -> next question A)
-                -> answer B (-> next question B), on two branches."""
+    -> answer B (-> next question B), on two branches."""
     threads.create_thread("concierge", {"userId": "ana"}, thread_id="chat")
     before = say("chat", "user", "Hello.")
     hello_answer = say("chat", "assistant", "Hi.")
@@ -64,9 +64,9 @@ def test_a_user_message_takes_its_replies_on_every_branch_up_to_the_next_user_me
 
     report = MemoryCascade().delete_entries([e["question"].pk])
 
-    assert standing(e["question"], e["answer_a"], e["change"], e["tool"], e["answer_b"]) == [
-        False
-    ] * 5
+    assert (
+        standing(e["question"], e["answer_a"], e["change"], e["tool"], e["answer_b"]) == [False] * 5
+    )
     assert standing(e["before"], e["hello_answer"], e["next_a"], e["next_b"]) == [True] * 4
     assert set(report.entries.deleted) == {
         e[name].pk for name in ("question", "answer_a", "change", "tool", "answer_b")
@@ -160,9 +160,11 @@ def test_copies_and_their_replies_go_in_forks_and_forks_of_forks(
         "Hello.",
         "Hi.",
     ]
-    assert [
-        str(x.content) for x in Entry.objects.filter(thread_id="fork2").order_by("seq")
-    ] == ["Hello.", "Hi.", "New question."]
+    assert [str(x.content) for x in Entry.objects.filter(thread_id="fork2").order_by("seq")] == [
+        "Hello.",
+        "Hi.",
+        "New question.",
+    ]
     assert Entry.objects.get(pk=later_in_fork2.pk).parent_id is not None
     assert set(report.threads_changed) == {"chat", "fork", "fork2"}
     assert len(report.entries.deleted) == 5 + 5 + 5  # question, 3 replies + answer B / copies
