@@ -93,8 +93,9 @@ Progress = Callable[[int, int], None]
 """``progress(done, total)``: batches of a cascade over a user done, of all it found."""
 
 REWOUND = "rewound"
-# Ids per statement (SQLite bounds the parameters of one).
+# Ids per statement (SQLite bounds the parameters of one), and per call of the dependents.
 IDS_PER_QUERY = 500
+IDS_PER_FORGET = 5000
 # Statuses a rewind marks stale; stale and let-go items stay as they are.
 STANDING_STATUSES = (ItemStatus.SUGGESTED, ItemStatus.ACTIVE, ItemStatus.SUPERSEDED)
 # The tables a cascade over a user empties the most (vacuumed after it on PostgreSQL).
@@ -326,8 +327,10 @@ class MemoryCascade:
     # --- applying ----------------------------------------------------------------------------
 
     def _forget(self, entry_ids: Sequence[str], report: CascadeReport) -> None:
-        for chunk in _chunks(entry_ids):
-            report.add_forgotten(dependents.forget_entries(chunk))
+        for start in range(0, len(entry_ids), IDS_PER_FORGET):
+            report.add_forgotten(
+                dependents.forget_entries(list(entry_ids[start : start + IDS_PER_FORGET]))
+            )
 
     @staticmethod
     def _items_on(entry_ids: Sequence[str]) -> set[str]:

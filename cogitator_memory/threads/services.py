@@ -198,7 +198,7 @@ def delete_thread(thread_id: str, *, grants: Grants | None = None) -> None:
     ``ThreadNotFound``."""
     thread = lock_thread(thread_id, grants=grants)
     entry_ids = list(Entry.objects.of_thread(thread_id).values_list("id", flat=True))
-    dependents.forget_entries(entry_ids)
+    _forget(entry_ids)
     Thread.objects.filter(pk=thread.pk).update(active_leaf=None)
     Entry.objects.of_thread(thread_id).delete()
     Thread.objects.filter(pk=thread.pk).delete()
@@ -213,7 +213,7 @@ def clear_thread(thread_id: str, *, grants: Grants | None = None) -> Thread:
     Raises ``ThreadNotFound``."""
     thread = lock_thread(thread_id, grants=grants)
     entry_ids = list(Entry.objects.of_thread(thread_id).values_list("id", flat=True))
-    dependents.forget_entries(entry_ids)
+    _forget(entry_ids)
     thread.active_leaf = None
     thread.fork_seq = None
     Thread.objects.filter(pk=thread.pk).update(active_leaf=None, fork_seq=None)
@@ -368,9 +368,22 @@ def delete_entry(entry_id: str, *, grants: Grants | None = None) -> None:
 IDS_PER_STATEMENT = 500
 
 
-def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:
-    for start in range(0, len(ids), IDS_PER_STATEMENT):
-        yield list(ids[start : start + IDS_PER_STATEMENT])
+# Entry ids per call of the dependents: a thread of any length is forgotten in calls
+# each of whose statements stays within SQLite's bound on parameters.
+IDS_PER_FORGET = 5000
+
+
+def _chunks(ids: Sequence[str], size: int = IDS_PER_STATEMENT) -> Iterator[list[str]]:
+    for start in range(0, len(ids), size):
+        yield list(ids[start : start + size])
+
+
+def _forget(entry_ids: Sequence[str]) -> dependents.Forgotten:
+    """``dependents.forget_entries`` for any number of entries, in chunks."""
+    forgotten = dependents.Forgotten()
+    for chunk in _chunks(entry_ids, IDS_PER_FORGET):
+        forgotten.update(dependents.forget_entries(chunk))
+    return forgotten
 
 
 @transaction.atomic
@@ -396,9 +409,7 @@ def delete_entries(
     if not parents:
         return dependents.Forgotten()
     gone = list(parents)
-    forgotten = dependents.Forgotten()
-    for chunk in _chunks(gone):
-        forgotten.update(dependents.forget_entries(chunk))
+    forgotten = _forget(gone)
 
     def survivor(entry_id: str | None) -> str | None:
         while entry_id is not None and entry_id in parents:

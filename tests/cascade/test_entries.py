@@ -16,6 +16,7 @@ from cogitator_memory.embeddings.types import NewEmbedding
 from cogitator_memory.exceptions import EntryNotFound, InvalidInput
 from cogitator_memory.threads import services as threads
 from cogitator_memory.threads.models import REDACTED_TEXT, Entry, Thread
+from tests.factories import create_branch
 
 pytestmark = pytest.mark.django_db
 
@@ -307,3 +308,17 @@ def test_a_vector_written_meanwhile_goes_in_the_second_look(
 
     assert not Embedding.objects.filter(content="written meanwhile").exists()
     assert report.vectors == 1
+
+
+def test_a_long_thread_and_many_entries_go_in_chunks() -> None:
+    thread = threads.create_thread("concierge", {"userId": "ana"}, thread_id="long")
+    entries = create_branch(thread, 6000, role="assistant")
+    threads.fork_thread("long", entries[-1].pk, "long-fork")
+
+    report = MemoryCascade().delete_entries([entry.pk for entry in entries[:3000]])
+    assert len(report.entries.deleted) == 6000  # and their copies in the fork
+    assert Entry.objects.get(pk=entries[3000].pk).parent_id is None
+
+    report = MemoryCascade().delete_thread("long")
+    assert len(report.entries.deleted) == 6000
+    assert Entry.objects.filter(thread_id="long-fork").count() == 0
