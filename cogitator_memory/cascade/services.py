@@ -213,7 +213,7 @@ class MemoryCascade:
         missing_ok: bool,
     ) -> CascadeReport:
         ids = _ids(entry_ids, "entry_ids")
-        rows = {row.id: row for row in entry_rows(ids)}
+        rows = {row.id: row for row in entry_rows([i for i in ids if storable_text(i)])}
         threads = {row.thread_id for row in rows.values()}
         reachable = self._reachable_threads(threads)
         by_thread: dict[str, list[str]] = {}

@@ -322,3 +322,9 @@ def test_a_long_thread_and_many_entries_go_in_chunks() -> None:
     report = MemoryCascade().delete_thread("long")
     assert len(report.entries.deleted) == 6000
     assert Entry.objects.filter(thread_id="long-fork").count() == 0
+
+
+def test_an_id_no_database_can_hold_is_a_missing_one() -> None:
+    with pytest.raises(EntryNotFound):
+        MemoryCascade().delete_entries(["entry\x00"])
+    assert MemoryCascade().delete_entries(["entry\x00"], missing_ok=True).is_empty()
