@@ -142,9 +142,12 @@ class CascadeReport:
         return self.as_dict(ids=False)
 
     def is_empty(self) -> bool:
-        """Whether the cascade changed nothing (every count 0): a cascade run again
-        after it finished reports so."""
-        return not any(_numbers(self.counts()))
+        """Whether the cascade changed nothing (every count 0, ``threads_out_of_reach``
+        aside, which counts what it left): a cascade run again after it finished reports
+        so."""
+        counts = self.counts()
+        counts.pop("threads_out_of_reach")
+        return not any(_numbers(counts))
 
     def as_dict(self, *, ids: bool = True) -> dict[str, Any]:
         """The report as plain data (for the API); ``ids=False`` gives the lengths of the
@@ -168,26 +171,6 @@ class CascadeReport:
             else:
                 data[part.name] = value
         return data
-
-    def merge(self, other: CascadeReport) -> None:
-        """Add another report's ids and counts to this one."""
-        self.entries.deleted.extend(other.entries.deleted)
-        self.entries.redacted.extend(other.entries.redacted)
-        for thread_id in other.threads:
-            self.note_thread_deleted(thread_id)
-        for thread_id in other.threads_changed:
-            self.note_thread_changed(thread_id)
-        self.summaries.extend(other.summaries)
-        self.recompacting.extend(t for t in other.recompacting if t not in self.recompacting)
-        for part in fields(self):
-            mine, theirs = getattr(self, part.name), getattr(other, part.name)
-            if isinstance(mine, int):
-                setattr(self, part.name, mine + theirs)
-            elif isinstance(mine, ItemsReport | FactsReport | GraphReport):
-                for sub in fields(mine):
-                    setattr(mine, sub.name, getattr(mine, sub.name) + getattr(theirs, sub.name))
-        for name, count in other.other.items():
-            self.other[name] = self.other.get(name, 0) + count
 
 
 def _numbers(value: Any) -> list[int]:

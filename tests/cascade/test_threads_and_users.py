@@ -148,6 +148,8 @@ def test_a_thread_of_another_the_grants_do_not_reach_is_counted_and_left(
     assert report.threads_out_of_reach == 1
     assert Entry.objects.filter(pk=world.group_entries["ana"]).exists()
     assert not Thread.objects.filter(user_id="ana").exists()
+    again = MemoryCascade(grants).delete_user("ana")
+    assert again.is_empty() and again.threads_out_of_reach == 1
 
 
 def test_stored_task_results_and_vacuum_are_skipped_without_a_backend_or_postgres(
