@@ -23,6 +23,7 @@ class Work(StrEnum):
     EXTRACT_THREAD = "extract_thread"
     COMPACT_THREAD = "compact_thread"
     NOTE_RETRIEVED = "note_retrieved"
+    VACUUM_TABLES = "vacuum_tables"
 
 
 _offered: dict[Work, Any] = {}

@@ -44,7 +44,7 @@ __all__ = [
 class Forgotten(Counter[str]):
     """What a forget step took out, counted by the name a cascade's report gives it
     (``"items.purged"``, ``"items.trimmed"``, ``"entities"``, ``"summaries"``,
-    ``"file_versions"``, ``"files.deleted"``, ``"vectors"``, ``"vectors.queued"`` (sources
+    ``"file_versions"``, ``"files"``, ``"vectors"``, ``"vectors.queued"`` (sources
     whose vectors an outbox message deletes after commit), ``"keyword_documents"``,
     ``"extraction_windows"``, ``"runs"``, ...). Dependents add to the one they are handed;
     ``forget_entries`` returns the sum."""

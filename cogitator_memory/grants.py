@@ -35,6 +35,10 @@ from cogitator_memory.jsondata import storable_text, text_problem
 # The thread metadata key naming the user a thread belongs to.
 USER_ID_KEY = "userId"
 USER_ID_MAX_LENGTH = 255
+# The thread metadata key listing the other users whose words the thread holds (a thread
+# of several people): forgetting a user finds their messages there.
+MEMORY_USERS_KEY = "memoryUserIds"
+MAX_MEMORY_USERS = 1000
 
 _M = TypeVar("_M", bound=models.Model)
 
@@ -64,6 +68,38 @@ def thread_owner(metadata: Mapping[str, Any] | None, *, field: str = "metadata")
             f"not {type(value).__name__} {value!r:.40}."
         }
     )
+
+
+def memory_users(metadata: Mapping[str, Any] | None, *, field: str = "metadata") -> list[str]:
+    """The users a thread with this metadata lists in ``metadata.memoryUserIds``: the
+    other people whose messages it holds (each such message names its author in its own
+    ``metadata.userId``). Absent or null lists none; otherwise a list of at most
+    ``MAX_MEMORY_USERS`` user ids (the rule of ``thread_owner``), kept in order, each
+    once. Anything else raises ``InvalidInput`` on ``<field>.memoryUserIds``."""
+    if not metadata:
+        return []
+    value = metadata.get(MEMORY_USERS_KEY)
+    if value is None:
+        return []
+    where = f"{field}.{MEMORY_USERS_KEY}"
+    if not isinstance(value, list) or len(value) > MAX_MEMORY_USERS:
+        raise InvalidInput(
+            {where: f"A list of at most {MAX_MEMORY_USERS} user ids (or null for none)."}
+        )
+    users: list[str] = []
+    for user in value:
+        if not isinstance(user, str) or not 0 < len(user) <= USER_ID_MAX_LENGTH:
+            raise InvalidInput(
+                {
+                    where: "Each user id is a non-empty text of at most "
+                    f"{USER_ID_MAX_LENGTH} characters, not {user!r:.40}."
+                }
+            )
+        if problem := text_problem(user):
+            raise InvalidInput({where: problem})
+        if user not in users:
+            users.append(user)
+    return users
 
 
 @dataclass(frozen=True)

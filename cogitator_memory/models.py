@@ -14,7 +14,7 @@ from cogitator_memory.items.models import (
 from cogitator_memory.keywords.models import KeywordCorpus, KeywordPosting, KeywordTerm
 from cogitator_memory.outbox.models import OutboxMessage
 from cogitator_memory.sessions.models import ChannelSession, SessionStatus
-from cogitator_memory.threads.models import Entry, EntryType, Role, Thread
+from cogitator_memory.threads.models import Entry, EntryType, Role, Thread, ThreadUser
 
 __all__ = [
     "ChannelSession",
@@ -37,4 +37,5 @@ __all__ = [
     "Role",
     "SessionStatus",
     "Thread",
+    "ThreadUser",
 ]

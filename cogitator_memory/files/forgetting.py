@@ -79,7 +79,7 @@ class FileVersionsOnEntries:
             for head_pk in fronts.order_by("pk").values_list("pk", flat=True):
                 deleted += _delete_file(head_pk, set(chunk), now)
         forgotten["file_versions"] += len(redacted)
-        forgotten["files.deleted"] += deleted
+        forgotten["files"] += deleted
 
     def owner_changed(self, thread_id: str, agent_id: str, user_id: str | None) -> None:
         # Files keep the scope they were written in, as items do.

@@ -108,6 +108,8 @@ class Entity(ScopeFields):
         verbose_name_plural = _("entities")
         indexes = [
             models.Index(fields=["agent_id", "key"], name="cm_entity_key"),
+            # The entities of one user of an agent (forgetting a user).
+            models.Index(fields=["agent_id", "user_id"], name="cm_entity_owner"),
         ]
 
     def __str__(self) -> str:

@@ -10,8 +10,9 @@ from django.db import transaction
 from django.db.models import F
 
 from cogitator_memory.exceptions import InvalidItem
-from cogitator_memory.grants import Grants, MemoryScope
+from cogitator_memory.grants import SCOPE_FIELDS, Grants, MemoryScope
 from cogitator_memory.items.models import (
+    Entity,
     Evidence,
     ItemStatus,
     MemoryItem,
@@ -143,6 +144,29 @@ class ItemTransitions(ItemRules):
 
         statuses = list(only_from) if only_from is not None else None
         return self._change(ids, grants=grants, from_statuses=statuses, apply=apply)
+
+    @transaction.atomic
+    def purge(self, ids: Iterable[str]) -> tuple[list[str], int]:
+        """Delete these items and their evidence (a scope that is forgotten), lay out
+        again the slots that lost a state, and delete the entities no item is about any
+        more. Returns the ids deleted and how many entities went. Trusted code only: the
+        cascades check the caller's grants on what they forget."""
+        wanted = list(dict.fromkeys(ids))
+        chosen = MemoryItem.objects.filter(pk__in=wanted)
+        self.lock_agents(chosen.values_list("agent_id", flat=True))
+        rows = list(chosen.only(*SCOPE_FIELDS, "id", "subject_id", "attribute"))
+        if not rows:
+            return [], 0
+        purged = [item.pk for item in rows]
+        slots = {(Slot(item.subject_id, item.attribute), MemoryScope.of(item)) for item in rows}
+        subjects = sorted({item.subject_id for item in rows})
+        Evidence.objects.filter(item_id__in=purged).delete()
+        MemoryItem.objects.filter(pk__in=purged).delete()
+        now = self.clock()
+        for slot, scope in sorted(slots, key=lambda pair: (pair[0].subject_id, pair[0].attribute)):
+            layout_slot(slot, scope, known_at=now)
+        entities, _ = Entity.objects.filter(pk__in=subjects, items__isnull=True).delete()
+        return purged, entities
 
     @transaction.atomic
     def revise_evidence(self, ids: Iterable[str], keep: Callable[[Evidence], bool]) -> list[str]:

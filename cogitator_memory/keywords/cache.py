@@ -31,7 +31,7 @@ from __future__ import annotations
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,7 +41,14 @@ from cogitator_memory.conf import memory_settings
 from cogitator_memory.keywords.models import KeywordPosting
 from cogitator_memory.keywords.postings import EMPTY_TERM
 
-__all__ = ["CorpusRow", "CorpusView", "cache_capacity", "clear_cache", "corpus_views"]
+__all__ = [
+    "CorpusRow",
+    "CorpusView",
+    "cache_capacity",
+    "clear_cache",
+    "corpus_views",
+    "forget_corpora",
+]
 
 # The most corpora a search reads from the cache; a search over more (an agent's every
 # thread) reads the database.
@@ -246,6 +253,20 @@ _cache = _Cache()
 def clear_cache() -> None:
     """Drop every cached corpus."""
     _cache.clear()
+
+
+def forget_corpora(corpus_ids: Iterable[int]) -> int:
+    """Drop the cached copies of these corpora (of every database this process read),
+    so nothing of their documents stays in memory: forgetting a thread or a user drops
+    the corpora it touched. Returns how many copies went."""
+    wanted = set(corpus_ids)
+    if not wanted:
+        return 0
+    with _cache.lock:
+        keys = [key for key in _cache.corpora if key[2] in wanted]
+        for key in keys:
+            _cache.postings -= _cache.corpora.pop(key).postings
+    return len(keys)
 
 
 def cache_capacity() -> int:

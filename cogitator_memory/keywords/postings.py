@@ -208,6 +208,18 @@ class KeywordIndex:
                     [value for row in chunk for value in row],
                 )
 
+    def _drop_unused_terms(self, deltas: dict[tuple[int, str], int]) -> None:
+        """Delete the counts of terms no document of their corpus holds any more: the
+        vocabulary of a corpus keeps no word of a document that went."""
+        by_corpus: dict[int, list[str]] = defaultdict(list)
+        for corpus_id, term in deltas:
+            by_corpus[corpus_id].append(term)
+        for corpus_id, terms in sorted(by_corpus.items()):
+            for chunk in _chunks(sorted(terms), UPSERT_CHUNK):
+                self.term_model.objects.filter(
+                    corpus_id=corpus_id, term__in=chunk, documents__lte=0
+                ).delete()
+
     # --- documents ------------------------------------------------------------------
 
     def add(self, kind: str, documents: Sequence[IndexedDocument]) -> None:
@@ -375,6 +387,7 @@ class KeywordIndex:
                     [documents, tokens, new_version(), corpus_id],
                 )
         self._bump_terms(term_deltas)
+        self._drop_unused_terms(term_deltas)
         self.posting_model.objects.filter(
             document_id__in=document_ids, corpus_id__in=list(corpus_deltas)
         ).delete()

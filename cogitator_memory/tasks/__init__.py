@@ -1,4 +1,11 @@
 """Celery tasks of the app. Importing each module here lets a project's
 ``app.autodiscover_tasks()`` (which imports ``cogitator_memory.tasks``) register them."""
 
-from cogitator_memory.tasks import compaction, context, embeddings, extraction, sweeper  # noqa: F401
+from cogitator_memory.tasks import (  # noqa: F401
+    compaction,
+    context,
+    embeddings,
+    extraction,
+    maintenance,
+    sweeper,
+)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -74,7 +76,26 @@ def _branch_to(entry: Entry) -> list[Entry]:
     return branch
 
 
-def _copy(original: Entry, *, thread_id: str, parent_id: str | None, seq: int) -> Entry:
+def _renamed(value: Any, copied_ids: dict[str, str]) -> Any:
+    """A JSON value with every text that is the id of a copied entry replaced by the id
+    of its copy (an event such as a compaction names entries of its branch)."""
+    if isinstance(value, str):
+        return copied_ids.get(value, value)
+    if isinstance(value, list):
+        return [_renamed(item, copied_ids) for item in value]
+    if isinstance(value, dict):
+        return {key: _renamed(item, copied_ids) for key, item in value.items()}
+    return value
+
+
+def _copy(
+    original: Entry,
+    *,
+    thread_id: str,
+    parent_id: str | None,
+    seq: int,
+    copied_ids: dict[str, str],
+) -> Entry:
     return Entry(
         id=new_entry_id(),
         thread_id=thread_id,
@@ -87,7 +108,9 @@ def _copy(original: Entry, *, thread_id: str, parent_id: str | None, seq: int) -
         tool_call_id=original.tool_call_id,
         tool_calls=original.tool_calls,
         tool_results=original.tool_results,
-        event=original.event,
+        # The entries an event names (a compaction's first kept entry, its atoms' quotes)
+        # are on the branch copied: the copy names their copies.
+        event=_renamed(original.event, copied_ids),
         metadata={**(original.metadata or {}), FORK_OF_KEY: original.pk},
         token_count=original.token_count,
         created_at=original.created_at,
@@ -105,7 +128,8 @@ def fork_thread(
 ) -> Thread:
     """Copy the branch from the root up to ``at_entry_id`` into a new thread.
 
-    Each copy names its original in ``metadata.forkOf``; the new thread names its origin
+    Each copy names its original in ``metadata.forkOf``, and an event copied names the
+    copies of the entries its original named; the new thread names its origin
     in ``metadata.forkedFrom`` (``{"threadId", "entryId"}``) and the origin lists the new
     thread in ``metadata.memoryForks``. A paused run of the origin (``metadata.pausedRun``)
     is not copied. The fork belongs to the origin's agent and user. Raises
@@ -139,7 +163,9 @@ def fork_thread(
     copied_ids: dict[str, str] = {}
     for seq, original in enumerate(branch, start=1):
         parent_id = copied_ids.get(original.parent_id) if original.parent_id else None
-        copy = _copy(original, thread_id=fork.pk, parent_id=parent_id, seq=seq)
+        copy = _copy(
+            original, thread_id=fork.pk, parent_id=parent_id, seq=seq, copied_ids=copied_ids
+        )
         copied_ids[original.pk] = copy.pk
         copies.append(copy)
     Entry.objects.bulk_create(copies, batch_size=500)

@@ -11,7 +11,7 @@ from django.utils.translation import gettext_lazy as _
 
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import PartialEntryNotSaveable
-from cogitator_memory.grants import USER_ID_MAX_LENGTH, thread_owner
+from cogitator_memory.grants import USER_ID_MAX_LENGTH, memory_users, thread_owner
 from cogitator_memory.threads.querysets import EntryQuerySet, ThreadQuerySet
 
 # Keys the store writes into metadata; camelCase, as other stores of the same data do.
@@ -136,7 +136,12 @@ class Thread(models.Model):
         update_fields = kwargs.get("update_fields")
         if update_fields is not None and "metadata" in update_fields:
             kwargs["update_fields"] = {*update_fields, "user_id"}
+        # The users of metadata.memoryUserIds follow the same way (``ThreadUser``).
+        users = memory_users(self.metadata if isinstance(self.metadata, dict) else None)
+        adding = self._state.adding
         super().save(*args, **kwargs)
+        if update_fields is None or "metadata" in update_fields:
+            ThreadUser.keep(self.pk, users, adding=adding)
 
     def as_dict(self) -> dict[str, Any]:
         """The thread as plain data; keys never set are absent."""
@@ -148,6 +153,41 @@ class Thread(models.Model):
             "created_at": self.created_at,
             "updated_at": self.updated_at,
         }
+
+
+class ThreadUser(models.Model):
+    """A user listed in a thread's ``metadata.memoryUserIds`` (the other people whose
+    messages the thread holds), one row per user, kept equal to the list on every save of
+    the thread, so finding the threads of others a user wrote in is one indexed query."""
+
+    thread = models.ForeignKey(
+        Thread, verbose_name=_("thread"), on_delete=models.CASCADE, related_name="+"
+    )
+    user_id = models.CharField(_("user id"), max_length=USER_ID_MAX_LENGTH)
+
+    class Meta:
+        verbose_name = _("user of a thread")
+        verbose_name_plural = _("users of threads")
+        constraints = [
+            models.UniqueConstraint(fields=["thread", "user_id"], name="cm_thread_user_unique"),
+        ]
+        indexes = [models.Index(fields=["user_id", "thread"], name="cm_thread_user")]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}: {self.user_id}"
+
+    @staticmethod
+    def keep(thread_id: str, users: list[str], *, adding: bool = False) -> None:
+        """Make the rows of the thread the ``users`` (a new thread has none yet)."""
+        rows = ThreadUser.objects.filter(thread_id=thread_id)
+        have = set() if adding else set(rows.values_list("user_id", flat=True))
+        wanted = set(users)
+        if have - wanted:
+            rows.filter(user_id__in=sorted(have - wanted)).delete()
+        if wanted - have:
+            ThreadUser.objects.bulk_create(
+                [ThreadUser(thread_id=thread_id, user_id=user) for user in sorted(wanted - have)]
+            )
 
 
 class Entry(models.Model):

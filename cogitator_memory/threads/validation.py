@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from cogitator_memory.exceptions import InvalidEntry, InvalidInput
-from cogitator_memory.grants import thread_owner
+from cogitator_memory.grants import memory_users, thread_owner
 from cogitator_memory.jsondata import json_problem, text_problem
 from cogitator_memory.limits import is_whole_number
 from cogitator_memory.threads.models import CONVERSATION_TYPES, EVENT_TYPES, EntryType, Role
@@ -68,10 +68,12 @@ def validate_metadata(metadata: Any, *, field: str = "metadata") -> dict[str, An
 
 
 def validate_thread_metadata(metadata: Any) -> dict[str, Any]:
-    """``validate_metadata``, and ``metadata.userId`` absent, null or a non-empty text
-    (``scope.thread_owner``)."""
+    """``validate_metadata``, ``metadata.userId`` absent, null or a non-empty text
+    (``grants.thread_owner``), and ``metadata.memoryUserIds`` absent, null or a list of
+    user ids (``grants.memory_users``)."""
     clean = validate_metadata(metadata)
     thread_owner(clean)
+    memory_users(clean)
     return clean
 
 

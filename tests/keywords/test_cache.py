@@ -14,6 +14,7 @@ from django.test.utils import CaptureQueriesContext, override_settings
 from cogitator_memory.embeddings.stores.exact import ExactEmbeddingStore
 from cogitator_memory.embeddings.types import EmbeddingFilter, NewEmbedding
 from cogitator_memory.keywords import cache
+from cogitator_memory.keywords.models import KeywordCorpus
 from cogitator_memory.search.bm25 import keyword_search
 from cogitator_memory.search.entry_keywords import entry_bm25_scores, search_thread_entries
 from cogitator_memory.threads import services
@@ -254,3 +255,16 @@ def test_a_corpus_over_half_the_cache_is_read_from_the_tables_and_ranks_the_same
     # then nothing is cached, and the ranking is bm25s's all the same
     assert cached_corpora() == 0
     assert_ranked_as(hits, bm25s_ranking("biscuit snow", documents))
+
+
+def test_forgetting_corpora_drops_their_copies():
+    fill("kept", ["alpha beta", "beta gamma"])
+    fill("gone", ["alpha delta", "delta epsilon"])
+    search_thread_entries("kept", "alpha", limit=5)
+    search_thread_entries("gone", "alpha", limit=5)
+    assert cached_corpora() == 2
+    gone = list(KeywordCorpus.objects.filter(thread_id="gone").values_list("pk", flat=True))
+
+    assert cache.forget_corpora(gone) == 1
+    assert cached_corpora() == 1
+    assert cache.forget_corpora([]) == 0

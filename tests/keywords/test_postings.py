@@ -135,6 +135,23 @@ def test_store_writes_keep_the_index_equal_to_the_rows():
     assert set(Embedding.objects.values_list("source_id", flat=True)) == {"a"}
 
 
+def test_a_term_no_document_holds_any_more_leaves_the_vocabulary():
+    store = ExactEmbeddingStore()
+    store.add(
+        [
+            embedding("a", "Zanzibar lockers.", threadId="t1", agentId="ag"),
+            embedding("b", "Plain lockers.", threadId="t1", agentId="ag"),
+        ]
+    )
+    assert KeywordTerm.objects.filter(term__startswith="zanzibar").exists()
+
+    store.delete_by_sources(["a"])
+
+    assert not KeywordTerm.objects.filter(term__startswith="zanzibar").exists()
+    assert KeywordTerm.objects.filter(term__startswith="locker", documents=1).exists()
+    assert stored_index() == recount()
+
+
 def test_a_new_owner_moves_a_threads_corpora_and_merges_them():
     # given rows of one thread under two users
     store = ExactEmbeddingStore()

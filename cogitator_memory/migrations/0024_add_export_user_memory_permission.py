@@ -5,7 +5,7 @@ from django.db import migrations
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("cogitator_memory", "0022_keyword_corpus_version"),
+        ("cogitator_memory", "0023_thread_users_and_entity_owner_index"),
     ]
 
     operations = [
