@@ -209,7 +209,7 @@ def forget() -> dict[str, Any]:
     return {
         "seconds": round(seconds, 2),
         "statements": len(queries.captured_queries),
-        "report": report.as_dict(),
+        "report": report.as_dict(ids=False),
         "left": ana_left(),
     }
 

@@ -84,8 +84,9 @@ class CascadeReport:
       ``vectors`` (deleted; ``vectors_queued``: sent to an outside store through the
       outbox), ``keyword_documents``, ``sessions``, ``runs`` (jobs of record of deleted
       threads, or whose record named what went), ``extraction_windows`` (read windows
-      that named what went, read again by the next extraction), ``admin_log_entries`` (admin log rows about what went), ``task_results``
-      (Celery results forgotten), ``facts``, ``graph``, ``playbook_rules``: counts;
+      that named what went, read again by the next extraction), ``admin_log_entries``
+      (admin log rows about what went), ``task_results`` (Celery results forgotten),
+      ``facts``, ``graph``, ``playbook_rules``: counts;
     - ``threads_out_of_reach``: threads listing a forgotten user that the caller's
       grants do not reach, left as they are;
     - ``other``: counts a dependent reported under a name this report does not know.
