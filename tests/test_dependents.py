@@ -60,6 +60,9 @@ DERIVED: dict[str, tuple[str, ...]] = {
 # model -> why it holds no entry id and no text derived from entries.
 NOT_DERIVED: dict[str, str] = {
     "ChannelSession": "the user, channel and agent of a thread; goes with its thread (CASCADE)",
+    "ThreadUser": "a user a thread lists in metadata.memoryUserIds, an indexed copy of the "
+    "thread's own metadata; goes with its thread (CASCADE) and with the user it names "
+    "(MemoryCascade.delete_user)",
 }
 
 
