@@ -60,6 +60,9 @@ DERIVED: dict[str, tuple[str, ...]] = {
 # model -> why it holds no entry id and no text derived from entries.
 NOT_DERIVED: dict[str, str] = {
     "ChannelSession": "the user, channel and agent of a thread; goes with its thread (CASCADE)",
+    "ThreadUser": "a user a thread lists in metadata.memoryUserIds; goes with its thread (CASCADE)",
+    "ForgetRun": "the record of forgetting a user: the user id, agents and counts, no entry "
+    "id and no text of what went",
 }
 
 
