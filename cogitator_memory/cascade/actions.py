@@ -180,11 +180,11 @@ class CascadeAction:
     def _executed(self, call: Callable[[], CascadeReport]) -> CascadeReport:
         self.check()
         report = call()
-        logger.info("%s (%s): %s.", self.name, self.via, counts_text(report.counts()))
+        logger.info("%s (%s); %s.", self.name, self.via, counts_text(report.counts()))
         return report
 
     def _said(self, what: str, report: CascadeReport) -> str:
-        return f"{what} ({self.via}): {counts_text(report.counts())}"
+        return f"{what} ({self.via}); {counts_text(report.counts())}"
 
 
 class _EntriesAction(CascadeAction):

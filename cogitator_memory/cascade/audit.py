@@ -38,10 +38,10 @@ REPR_LENGTH = 200
 
 
 def counts_text(counts: Mapping[str, Any]) -> str:
-    """The counts in words: ``"3 entries deleted, 1 memory items purged"`` (``"nothing"``
-    when all are 0)."""
+    """The counts in words: ``"entries deleted: 3, memory items purged: 1"``
+    (``"nothing"`` when all are 0)."""
     lines = counted_lines(counts)
-    return ", ".join(f"{number} {label}" for label, number in lines) if lines else "nothing"
+    return ", ".join(f"{label}: {number}" for label, number in lines) if lines else "nothing"
 
 
 def log_cascade(

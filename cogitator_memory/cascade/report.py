@@ -215,7 +215,7 @@ COUNT_LABELS: tuple[tuple[str, str], ...] = (
     ("entries.deleted", "entries deleted"),
     ("entries.redacted", "entries redacted"),
     ("summaries", "compaction summaries deleted"),
-    ("threads_changed", "other threads changed"),
+    ("threads_changed", "threads changed (they stay)"),
     ("recompacting", "threads to compact again"),
     ("items.purged", "memory items purged"),
     ("items.trimmed", "memory items trimmed (quotes of what went removed)"),

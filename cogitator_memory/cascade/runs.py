@@ -259,12 +259,12 @@ def run_forget(
     )
     counts = so_far()
     recorder.done(counts, last["total"])
-    logger.info("Forget run %s done: %s.", run.pk, counts_text(counts))
+    logger.info("Forget run %s done; %s.", run.pk, counts_text(counts))
     log_cascade(
         person,
         ForgetRun,
         run.pk,
         action_flag=CHANGE,
-        message=f"forgot the user's memory: {counts_text(counts)}",
+        message=f"forgot the user's memory; {counts_text(counts)}",
     )
     return counts
