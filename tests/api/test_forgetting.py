@@ -20,6 +20,7 @@ from cogitator_memory.access.models import Grant
 from cogitator_memory.cascade import services as cascade_services
 from cogitator_memory.cascade.models import ForgetRun
 from cogitator_memory.cascade.runs import run_forget
+from cogitator_memory.exceptions import NoGrant
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import ItemStatus, MemoryItem
 from cogitator_memory.items.services import MemoryItems
@@ -35,7 +36,6 @@ from tests.api.conftest import (
     assert_error,
     snapshot_rows,
     token_client,
-    write_conversation,
 )
 from tests.cascade.conftest import AGENT, World, build_world, canaries
 
@@ -419,7 +419,7 @@ def test_a_run_whose_person_lost_the_grant_fails_and_forgets_nothing(
     run_id = forget(person, "ana").json()["id"]
     Grant.objects.filter(user=person.user).delete()
     # when the task runs
-    with pytest.raises(Exception):
+    with pytest.raises(NoGrant):
         forget_user_task.apply(kwargs={"run_id": run_id}, throw=True)
     # then
     run = ForgetRun.objects.get(pk=run_id)
@@ -473,13 +473,13 @@ def test_a_run_that_failed_part_of_the_way_goes_on_and_adds_up_its_counts(
     person = forgetter({AGENT: None})
     run_id = forget(person, "ana").json()["id"]
     real = cascade_services.MemoryCascade._messages_of_user_batch
-    with mock.patch.object(
+    failing = mock.patch.object(
         cascade_services.MemoryCascade,
         "_messages_of_user_batch",
         side_effect=RuntimeError("the database went away"),
-    ):
-        with pytest.raises(RuntimeError):
-            run_forget(run_id)
+    )
+    with failing, pytest.raises(RuntimeError):
+        run_forget(run_id)
     # the recorder of the task would write the error; the run is still open here
     partial = ForgetRun.objects.get(pk=run_id)
     assert partial.counts["threads"] == 4
