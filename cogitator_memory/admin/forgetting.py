@@ -178,10 +178,12 @@ class EntryForgettingAdmin(admin.ModelAdmin):
 
         return view
 
-    def _back(self, entry_ids: Sequence[str]) -> str:
-        """Where to go afterwards: the thread of the entries, when they are of one."""
+    def _back(self, request: HttpRequest, entry_ids: Sequence[str]) -> str:
+        """Where to go afterwards: the thread of the entries, when they are of one the
+        staff user may see."""
+        visible = Entry.objects.visible_to(grants_for_user(request.user))
         threads = set(
-            Entry.objects.filter(pk__in=list(entry_ids)[:500]).values_list("thread_id", flat=True)
+            visible.filter(pk__in=list(entry_ids)[:500]).values_list("thread_id", flat=True)
         )
         if len(threads) == 1:
             return _thread_url(self, threads.pop())
@@ -193,7 +195,7 @@ class EntryForgettingAdmin(admin.ModelAdmin):
         if not action.may():
             raise PermissionDenied
         ids = [entry_id for entry_id in dict.fromkeys(entry_ids) if entry_id]
-        back = self._back(ids)
+        back = self._back(request, ids)
         if not ids:
             self.message_user(request, gettext("Choose entries."), messages.ERROR)
             return HttpResponseRedirect(back)

@@ -245,8 +245,9 @@ def test_entries_out_of_the_staff_users_grants_are_not_found(
     response = client.post(
         DELETE_ENTRIES, {"entry_id": world.users["ana"].entries["e1"], "confirmed": "yes"}
     )
-    # then
+    # then back to the entry list (not to a thread the user may not see)
     assert response.status_code == 302
+    assert response["Location"] == ENTRIES
     assert message_texts(response) == [
         f"Nothing was changed: Entry not found: {world.users['ana'].entries['e1']!r}"
     ]
