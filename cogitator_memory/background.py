@@ -24,6 +24,7 @@ class Work(StrEnum):
     COMPACT_THREAD = "compact_thread"
     NOTE_RETRIEVED = "note_retrieved"
     VACUUM_TABLES = "vacuum_tables"
+    FORGET_USER = "forget_user"
 
 
 _offered: dict[Work, Any] = {}

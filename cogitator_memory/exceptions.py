@@ -371,6 +371,44 @@ class ExportRefused(Forbidden):
         self.permission = permission
 
 
+class ForgetRefused(Forbidden):
+    """The principal may not make this forgetting: forgetting a user is asked for by a
+    person holding ``permission``, never by an API key; in the admin every forgetting
+    (deleting or redacting entries, deleting a thread, rewinding) takes its own
+    permission."""
+
+    code = "forget_not_permitted"
+
+    def __init__(self, message: str, *, permission: str) -> None:
+        super().__init__(message)
+        self.permission = permission
+
+
+class ForgetRunNotFound(NotFound):
+    """No forget run has this id (or the caller did not ask for it)."""
+
+    code = "forget_run_not_found"
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"Forget run not found: {run_id!r}")
+        self.run_id = run_id
+
+
+class ForgetRunOpen(Conflict):
+    """A forget run of this user, of other agents, is queued or running: ask again once
+    it is done (a request for the same agents joins it instead)."""
+
+    code = "forget_run_open"
+
+    def __init__(self, user_id: str, run_id: str) -> None:
+        super().__init__(
+            f"Forget run {run_id!r} of user {user_id!r} is still open with other agents; "
+            "ask again once it is done."
+        )
+        self.user_id = user_id
+        self.run_id = run_id
+
+
 class UserNotGranted(Forbidden):
     """None of the caller's grants reaches this user's memory in any agent: each grant of
     an agent names users, and none names this one."""

@@ -1,10 +1,13 @@
 """Jobs of record: a row for each piece of background work a client may poll.
 
-A run (``JobRun``, made concrete by ``ExtractionRun`` and ``CompactionRun``) is one job on
-one thread. Its id is the Celery task's id, and the task keeps the row's status current
-(``JobRecorder``), so the status does not depend on a Celery result backend. A thread has
-at most one open (queued or running) run of a kind: a second request while one is open
-gets that one, which a unique constraint decides, not a read (``run_constraints``).
+A job of record (``JobRecord``: status, tries, last error, times) is one piece of work; a
+run (``JobRun``, made concrete by ``ExtractionRun`` and ``CompactionRun``) is one job on
+one thread, and a job over something else (``cascade.models.ForgetRun``, forgetting a
+user) builds on ``JobRecord`` directly. Its id is the Celery task's id, and the task keeps
+the row's status current (``JobRecorder``), so the status does not depend on a Celery
+result backend. A thread has at most one open (queued or running) run of a kind: a second
+request while one is open gets that one, which a unique constraint decides, not a read
+(``run_constraints``).
 
 ``request_run`` writes a run and enqueues its task once the transaction commits
 (``enqueue_run``). An open run silent for ``LOST_AFTER`` (its worker lost with its task) is
@@ -53,6 +56,7 @@ __all__ = [
     "LOST",
     "LOST_AFTER",
     "OPEN_RUN_STATUSES",
+    "JobRecord",
     "JobRecorder",
     "JobRun",
     "RunStatus",
@@ -98,17 +102,11 @@ def run_constraints(prefix: str) -> list[models.BaseConstraint]:
     ]
 
 
-class JobRun(models.Model):
-    """The fields every job of record has: its thread, status, tries, last error and
-    times. A concrete run adds its id (with its own prefix), what it reports, and
-    ``run_constraints`` in its ``Meta``."""
+class JobRecord(models.Model):
+    """The fields every job of record has: status, tries, last error and times. A
+    concrete job adds its id (with its own prefix), what it reports, and its
+    constraints in its ``Meta``."""
 
-    thread = models.ForeignKey(
-        "cogitator_memory.Thread",
-        verbose_name=_("thread"),
-        on_delete=models.CASCADE,
-        related_name="+",
-    )
     status = models.CharField(
         _("status"), max_length=8, choices=RunStatus.choices, default=RunStatus.QUEUED
     )
@@ -127,6 +125,22 @@ class JobRun(models.Model):
         return f"{self.pk} ({self.status})"
 
 
+class JobRun(JobRecord):
+    """A job of record on one thread (it goes with the thread). A concrete run adds
+    ``run_constraints`` in its ``Meta``: a thread has at most one open run of a kind."""
+
+    thread = models.ForeignKey(
+        "cogitator_memory.Thread",
+        verbose_name=_("thread"),
+        on_delete=models.CASCADE,
+        related_name="+",
+    )
+
+    class Meta:
+        abstract = True
+
+
+RecordT = TypeVar("RecordT", bound=JobRecord)
 RunT = TypeVar("RunT", bound=JobRun)
 
 
@@ -171,13 +185,14 @@ def _open_run(recorder: type[JobRecorder[RunT]], thread: Thread) -> RunT | None:
     return run
 
 
-def enqueue_run(task: Task, recorder: JobRecorder[Any], thread_id: str) -> None:
-    """Send ``task`` for the thread with the recorder's run id as its task id. What
-    stops it (the broker, or the task itself when run eagerly) is written on the run."""
+def enqueue_run(task: Task, recorder: JobRecorder[Any], *args: Any) -> None:
+    """Send ``task`` with ``args`` (a run's thread id) and the recorder's run id as its
+    task id. What stops it (the broker, or the task itself when run eagerly) is written
+    on the run."""
     run_id = recorder.run_id
     label = str(recorder.model._meta.verbose_name)
     try:
-        task.apply_async(args=(thread_id,), kwargs={"run_id": run_id}, task_id=run_id)
+        task.apply_async(args=args, kwargs={"run_id": run_id}, task_id=run_id)
     except Exception as exc:
         if task.app.conf.task_always_eager is True:
             # Run in this process (no broker): the task's own failure, and no queue to try
@@ -217,11 +232,11 @@ def public_error(exc: BaseException) -> str:
     return "The run failed; the server's log tells why."
 
 
-class JobRecorder(Generic[RunT]):
+class JobRecorder(Generic[RecordT]):
     """Writes what a task does onto its run of ``model``; with no run (work not asked
     for through a request), it does nothing. Each report is one UPDATE of the row."""
 
-    model: type[RunT]
+    model: type[RecordT]
     # Whether reports reach an open run only, so that nothing reopens a closed one.
     only_open = False
 

@@ -1,6 +1,7 @@
 """Every model of the app, re-exported so Django finds them and callers import one place."""
 
 from cogitator_memory.access.models import Grant
+from cogitator_memory.cascade.models import ForgetRun
 from cogitator_memory.compaction.models import CompactionRun
 from cogitator_memory.embeddings.models import Embedding
 from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
@@ -26,6 +27,7 @@ __all__ = [
     "Evidence",
     "ExtractionRun",
     "ExtractionWindow",
+    "ForgetRun",
     "Grant",
     "KeywordCorpus",
     "KeywordPosting",

@@ -63,6 +63,8 @@ NOT_DERIVED: dict[str, str] = {
     "ThreadUser": "a user a thread lists in metadata.memoryUserIds, an indexed copy of the "
     "thread's own metadata; goes with its thread (CASCADE) and with the user it names "
     "(MemoryCascade.delete_user)",
+    "ForgetRun": "the record of forgetting a user: the user id, agents and counts, no entry "
+    "id and no text of what went",
 }
 
 

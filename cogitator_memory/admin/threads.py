@@ -3,9 +3,11 @@
 Entries are a record of what was said: the admin shows them and never edits them by
 hand, since a hand edit would bypass the tree rules (seq, parents, the active leaf) and
 the signals that keep derived memory in step. A thread's page shows its entry tree, with
-checkout and rewind buttons that call the thread services, and its compactions, each the
-handoff with its levels to expand (``admin/compaction.py``), and links to a preview of the
-context its next turn would get (``admin/context_preview.py``).
+a checkout button that calls the thread service, "Rewind here", "Delete…" and "Redact…"
+buttons that go through the cascade after a confirmation page (``admin/forgetting.py``),
+and its compactions, each the handoff with its levels to expand
+(``admin/compaction.py``), and links to a preview of the context its next turn would get
+(``admin/context_preview.py``). Deleting a thread goes through the cascade too.
 
 Both pages start from ``visible_to(scope)``: a staff user sees the threads of the agents
 granted to them, as the REST API does; a superuser sees all. Both lists stay fast on
@@ -15,7 +17,7 @@ by indexes, and counts are bounded.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -31,7 +33,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.formats import date_format
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
-from django.utils.text import Truncator, capfirst
+from django.utils.text import Truncator
 from django.utils.timezone import localtime
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
@@ -47,8 +49,14 @@ from cogitator_memory.admin.context_preview import (
 )
 from cogitator_memory.admin.entry_tree import build_entry_tree, content_preview
 from cogitator_memory.admin.filters import VisibleAgentFilter
+from cogitator_memory.admin.forgetting import EntryForgettingAdmin, ThreadForgettingAdmin
 from cogitator_memory.admin.records import GrantScopedAdmin, ReadOnlyAdmin
 from cogitator_memory.admin.scale import LargeTableAdmin
+from cogitator_memory.cascade.actions import (
+    DeleteEntries,
+    RedactEntries,
+    RewindThread,
+)
 from cogitator_memory.compaction.history import compaction_event
 from cogitator_memory.exceptions import (
     CogitatorMemoryError,
@@ -88,7 +96,7 @@ class ThreadAdminForm(forms.ModelForm):
 
 
 @admin.register(Thread)
-class ThreadAdmin(GrantScopedAdmin, LargeTableAdmin):
+class ThreadAdmin(ThreadForgettingAdmin, GrantScopedAdmin, LargeTableAdmin):
     form = ThreadAdminForm
     list_display = ("id", "agent_id", "user_id", "updated_at", "created_at")
     list_filter = (VisibleAgentFilter, "updated_at")
@@ -147,39 +155,6 @@ class ThreadAdmin(GrantScopedAdmin, LargeTableAdmin):
                 # The grants changed between the form's check and the save.
                 raise PermissionDenied(exc.message) from exc
 
-    def get_deleted_objects(
-        self, objs: Iterable[Thread], request: HttpRequest
-    ) -> tuple[list[str], dict[str, int], set[str], list[str]]:
-        """What the delete confirmation lists: the threads and how many entries go with
-        them. Listing each entry would make the page as large as the threads; and the
-        entries, which no one may delete one by one here, go with their thread through
-        ``delete_thread``, so the thread's own delete permission is the one that counts."""
-        threads = list(objs)
-        entry_count = Entry.objects.filter(thread__in=[t.pk for t in threads]).count()
-        listed = [f"{capfirst(Thread._meta.verbose_name)}: {thread}" for thread in threads]
-        counts = {
-            str(Thread._meta.verbose_name_plural): len(threads),
-            str(Entry._meta.verbose_name_plural): entry_count,
-        }
-        return listed, counts, set(), []
-
-    def delete_model(self, request: HttpRequest, obj: Thread) -> None:
-        # The service removes the entries in the order the tree constraints need and
-        # tells listeners (derived memory) after commit.
-        self._delete_threads(request, [obj.pk])
-
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Thread]) -> None:
-        self._delete_threads(request, list(queryset.values_list("pk", flat=True)))
-
-    @staticmethod
-    def _delete_threads(request: HttpRequest, thread_ids: Iterable[str]) -> None:
-        grants = grants_for_user(request.user)
-        for thread_id in thread_ids:
-            try:
-                services.delete_thread(thread_id, grants=grants)
-            except ThreadNotFound:
-                continue
-
     # --- the entry tree and its actions --------------------------------------------
 
     def render_change_form(
@@ -200,8 +175,17 @@ class ThreadAdmin(GrantScopedAdmin, LargeTableAdmin):
                     highlight=request.GET.get("highlight") or None,
                 ),
                 can_move_leaf=self.has_change_permission(request, obj),
+                can_rewind=RewindThread.holds_permission(request.user),
+                can_delete_entries=DeleteEntries.holds_permission(request.user),
+                can_redact_entries=RedactEntries.holds_permission(request.user),
                 checkout_url=self._url("checkout", object_id),
                 rewind_url=self._url("rewind", object_id),
+                delete_entries_url=reverse(
+                    "admin:cogitator_memory_entry_forget_delete", current_app=self.admin_site.name
+                ),
+                redact_entries_url=reverse(
+                    "admin:cogitator_memory_entry_forget_redact", current_app=self.admin_site.name
+                ),
                 compactions=compaction_handoffs(obj),
                 preview_context_url=self._url("preview_context", object_id),
             )
@@ -246,15 +230,6 @@ class ThreadAdmin(GrantScopedAdmin, LargeTableAdmin):
             object_id,
             move=services.checkout,
             done=gettext("Checked out entry {entry} (the active leaf was {previous})."),
-        )
-
-    def rewind_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """Move the active leaf back to the posted ``entry_id`` on the active branch."""
-        return self._move_leaf(
-            request,
-            object_id,
-            move=services.rewind,
-            done=gettext("Rewound to entry {entry} (the active leaf was {previous})."),
         )
 
     def preview_context_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
@@ -338,9 +313,10 @@ class ThreadAdmin(GrantScopedAdmin, LargeTableAdmin):
 # --- entries ---------------------------------------------------------------------------
 
 
-# Read-only: deleting goes through delete_entry, which splices the entry out of its branch.
+# Read-only: an entry is deleted or redacted with its replies through the cascade (the
+# actions below, and the buttons of its thread's tree), never edited by hand.
 @admin.register(Entry)
-class EntryAdmin(GrantScopedAdmin, ReadOnlyAdmin, LargeTableAdmin):
+class EntryAdmin(EntryForgettingAdmin, GrantScopedAdmin, ReadOnlyAdmin, LargeTableAdmin):
     # Few, wrapping columns: the list fits a 1400 px window beside the navigation and the
     # filters.
     list_display = ("id", "thread", "position", "type_role", "summary", "created", "is_redacted")
@@ -355,6 +331,7 @@ class EntryAdmin(GrantScopedAdmin, ReadOnlyAdmin, LargeTableAdmin):
     # Characters of a compaction's summary the list shows (read from the event, not the
     # whole event).
     summary_chars = 160
+    actions = ["delete_with_replies", "redact_with_replies"]
 
     class Media:
         css = {"all": ["cogitator_memory/entry_tree.css", "cogitator_memory/records.css"]}

@@ -355,6 +355,9 @@ LINKS: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
     ("memory_threads_extract", "202"): {
         "ReadRun": {"operationId": "memory_extractions_retrieve", "parameters": {"path.run_id": ID}}
     },
+    ("memory_users_forget", "202"): {
+        "ReadRun": {"operationId": "memory_forgets_retrieve", "parameters": {"path.run_id": ID}}
+    },
     ("memory_items_retrieve", "200"): _item_links(),
     ("memory_items_activate", "200"): _item_links(),
     ("memory_items_reject", "200"): _item_links(),

@@ -24,6 +24,7 @@ from cogitator_memory.api.views.files import (
     FileHistoryView,
     FileListView,
 )
+from cogitator_memory.api.views.forgetting import ForgetRunView, UserForgetView
 from cogitator_memory.api.views.items import (
     ItemActivateView,
     ItemDetailView,
@@ -74,4 +75,6 @@ urlpatterns = [
     path("sessions/<str:session_id>/", SessionDetailView.as_view(), name="session-detail"),
     # <path:>: a user id is any text, a "/" included (sent as %2F).
     path("users/<path:user_id>/export/", UserExportView.as_view(), name="user-export"),
+    path("users/<path:user_id>/forget/", UserForgetView.as_view(), name="user-forget"),
+    path("forgets/<str:run_id>/", ForgetRunView.as_view(), name="forget-run"),
 ]

@@ -12,7 +12,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-__all__ = ["CascadeReport", "EntriesReport", "FactsReport", "GraphReport", "ItemsReport"]
+__all__ = [
+    "COUNT_LABELS",
+    "CascadeReport",
+    "EntriesReport",
+    "FactsReport",
+    "GraphReport",
+    "ItemsReport",
+    "counted_lines",
+    "sum_counts",
+]
 
 
 @dataclass
@@ -181,3 +190,69 @@ def _numbers(value: Any) -> list[int]:
     if isinstance(value, dict):
         return [number for item in value.values() for number in _numbers(item)]
     return [value] if isinstance(value, int) else []
+
+
+def sum_counts(first: Any, second: Any) -> Any:
+    """Two ``counts()`` (or parts of them) added up, key by key: a run that goes on after
+    a failure adds what it does to what it had done."""
+    if isinstance(first, dict) and isinstance(second, dict):
+        return {
+            key: sum_counts(first.get(key), second.get(key))
+            for key in dict.fromkeys([*first, *second])
+        }
+    if first is None:
+        return second
+    if second is None:
+        return first
+    if isinstance(first, int) and isinstance(second, int):
+        return first + second
+    return second
+
+
+# What each count of ``counts()`` is, in words, in the order a person reads them.
+COUNT_LABELS: tuple[tuple[str, str], ...] = (
+    ("threads", "threads deleted"),
+    ("entries.deleted", "entries deleted"),
+    ("entries.redacted", "entries redacted"),
+    ("summaries", "compaction summaries deleted"),
+    ("threads_changed", "threads changed (they stay)"),
+    ("recompacting", "threads to compact again"),
+    ("items.purged", "memory items purged"),
+    ("items.trimmed", "memory items trimmed (quotes of what went removed)"),
+    ("items.stale", "memory items marked stale"),
+    ("entities", "entities deleted"),
+    ("facts.deleted", "facts deleted"),
+    ("facts.trimmed", "facts trimmed"),
+    ("graph.nodes", "graph nodes deleted"),
+    ("graph.edges", "graph edges deleted"),
+    ("graph.trimmed", "graph nodes and edges trimmed"),
+    ("playbook_rules", "playbook rules deleted"),
+    ("file_versions", "memory file versions redacted or deleted"),
+    ("files", "memory files deleted"),
+    ("vectors", "vectors deleted"),
+    ("vectors_queued", "vectors queued for deletion in the outside store"),
+    ("keyword_documents", "keyword index documents removed"),
+    ("sessions", "channel sessions deleted"),
+    ("runs", "job runs deleted or cleaned"),
+    ("extraction_windows", "extraction windows deleted"),
+    ("admin_log_entries", "admin log entries deleted"),
+    ("task_results", "Celery task results forgotten"),
+    ("threads_out_of_reach", "threads listing the user out of reach (left as they are)"),
+)
+
+
+def counted_lines(counts: Mapping[str, Any], *, zeros: bool = False) -> list[tuple[str, int]]:
+    """``counts()`` as (label, number) lines in reading order, the counts a dependent
+    reported under other names last; without ``zeros``, only what is not 0."""
+    lines: list[tuple[str, int]] = []
+    for key, label in COUNT_LABELS:
+        value: Any = counts
+        for part in key.split("."):
+            value = value.get(part, 0) if isinstance(value, Mapping) else 0
+        number = int(value or 0)
+        if number or zeros:
+            lines.append((label, number))
+    for name, number in sorted((counts.get("other") or {}).items()):
+        if number or zeros:
+            lines.append((str(name).replace("_", " "), int(number)))
+    return lines

@@ -45,6 +45,7 @@ from django.utils import timezone
 from cogitator_memory import dependents, policy
 from cogitator_memory.background import Work
 from cogitator_memory.cascade.forks import copies_in, forks_of
+from cogitator_memory.cascade.preview import previewing
 from cogitator_memory.cascade.replies import EntryRow, entry_rows, replies_of
 from cogitator_memory.cascade.report import CascadeReport
 from cogitator_memory.cascade.scopes import (
@@ -469,6 +470,7 @@ class MemoryCascade:
         *,
         agent_ids: Iterable[str] | None = None,
         progress: Progress | None = None,
+        report: CascadeReport | None = None,
     ) -> CascadeReport:
         """Forget a user in these agents (None: every agent the grants reach; every agent
         for trusted code):
@@ -484,8 +486,10 @@ class MemoryCascade:
 
         One transaction per thread and per agent's scope: run again after a failure, it
         goes on where it stopped (and finds nothing once done). ``progress(done, total)``
-        is called as batches finish. Raises ``InvalidInput`` for a bad user id and
-        ``NoGrant`` for an agent (or the user) the grants do not reach."""
+        is called as batches finish; ``report``, when given, is the report the cascade
+        adds to as it goes (a job of record reads it at each step) and returns. Raises
+        ``InvalidInput`` for a bad user id and ``NoGrant`` for an agent (or the user) the
+        grants do not reach."""
         if not storable_text(user_id) or not user_id or len(user_id) > 255:
             raise InvalidInput({"user_id": "A user id is a non-empty text."})
         agents, every_agent = self._agents_for(user_id, agent_ids)
@@ -505,7 +509,7 @@ class MemoryCascade:
                 "pk", flat=True
             )
         )
-        report = CascadeReport()
+        report = report if report is not None else CascadeReport()
         report.threads_out_of_reach = others_all.count() - len(others)
         total = len(own) + len(others) + len(agents) + 1
         done = 0
@@ -598,13 +602,17 @@ class MemoryCascade:
         """The user's vectors (of every agent, or of those given), channel sessions, and
         every cached keyword corpus of this process."""
         store = get_embedding_store()
-        if every_agent:
-            report.vectors += store.delete_by_filter(EmbeddingFilter(user_id=user_id))
-        else:
-            for agent_id in agents:
-                report.vectors += store.delete_by_filter(
-                    EmbeddingFilter(agent_id=agent_id, user_id=user_id)
-                )
+        # A store outside the database is changed at once, not rolled back: a dry run
+        # (cascade.preview) leaves its vectors alone, and does not count them.
+        filters = (
+            []
+            if not store.transactional and previewing()
+            else [EmbeddingFilter(user_id=user_id)]
+            if every_agent
+            else [EmbeddingFilter(agent_id=agent_id, user_id=user_id) for agent_id in agents]
+        )
+        for vector_filter in filters:
+            report.vectors += store.delete_by_filter(vector_filter)
         sessions = ChannelSession.objects.filter(user_id=user_id, agent_id__in=list(agents))
         session_ids = list(sessions.values_list("pk", flat=True))
         for chunk in _chunks(session_ids):

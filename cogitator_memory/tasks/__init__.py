@@ -6,6 +6,7 @@ from cogitator_memory.tasks import (  # noqa: F401
     context,
     embeddings,
     extraction,
+    forgetting,
     maintenance,
     sweeper,
 )

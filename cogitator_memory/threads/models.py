@@ -115,10 +115,14 @@ class Thread(models.Model):
     class Meta:
         verbose_name = _("thread")
         verbose_name_plural = _("threads")
-        # A user's memory starts with their threads; the export covers what stands on
-        # them too (items, files, sessions, runs), so the permission is not a thread's.
+        # A user's memory starts with their threads; the export and the forgetting cover
+        # what stands on them too (items, files, sessions, runs), so those permissions are
+        # not a thread's. Rewinding marks items stale: a permission of its own in the
+        # admin (checkout stays a change of the thread).
         permissions = [
             ("export_user_memory", _("Can export everything memory keeps of a user")),
+            ("forget_user_memory", _("Can forget everything memory keeps of a user")),
+            ("rewind_thread", _("Can rewind threads")),
         ]
         indexes = [
             models.Index(fields=["agent_id", "-updated_at", "-id"], name="cm_thread_agent_updated"),
@@ -245,6 +249,8 @@ class Entry(models.Model):
     class Meta:
         verbose_name = _("entry")
         verbose_name_plural = _("entries")
+        # Deleting entries in the admin takes Django's delete_entry; redacting its own.
+        permissions = [("redact_entry", _("Can redact entries"))]
         constraints = [
             models.UniqueConstraint(fields=["thread", "seq"], name="cm_entry_thread_seq"),
             models.CheckConstraint(

@@ -344,11 +344,13 @@ def test_thread_page_offers_checkout_everywhere_and_rewind_on_the_active_path(
 ) -> None:
     # when
     tree = rendered_tree(admin_client.get(change_url(trip.thread)).content.decode())
-    # then
-    assert tree[trip.question.pk].buttons == ["Checkout", "Rewind here"]
-    assert tree[trip.rome.pk].buttons == ["Checkout"]
-    assert tree[trip.card.pk].buttons == ["Checkout"]
-    assert tree[trip.florence.pk].buttons == []  # already the active leaf
+    # then (with the forgetting buttons a superuser holds the permissions of)
+    assert tree[trip.question.pk].buttons == ["Checkout", "Rewind here", "Redact…", "Delete…"]
+    assert tree[trip.rome.pk].buttons == ["Checkout", "Redact…", "Delete…"]
+    # an event and a redacted entry are deleted, not redacted
+    assert tree[trip.model_change.pk].buttons == ["Checkout", "Delete…"]
+    assert tree[trip.card.pk].buttons == ["Checkout", "Delete…"]
+    assert tree[trip.florence.pk].buttons == ["Redact…", "Delete…"]  # the active leaf
 
 
 def test_thread_page_of_an_empty_thread_says_it_has_no_entries(admin_client: Client) -> None:
@@ -475,13 +477,19 @@ def test_checkout_reports_success_and_the_page_shows_the_new_active_path(
 def test_rewind_moves_the_active_leaf_back_along_the_active_path(
     admin_client: Client, trip: Trip
 ) -> None:
-    # when
-    response = admin_client.post(action_url("rewind", trip.thread), {"entry_id": trip.question.pk})
+    # given the confirmation page, which changes nothing
+    page = admin_client.post(action_url("rewind", trip.thread), {"entry_id": trip.question.pk})
+    assert page.status_code == 200
+    assert leaf_of(trip.thread) == trip.florence.pk
+    # when confirmed
+    response = admin_client.post(
+        action_url("rewind", trip.thread), {"entry_id": trip.question.pk, "confirmed": "yes"}
+    )
     # then
     assert response.status_code == 302
     assert leaf_of(trip.thread) == trip.question.pk
     assert LogEntry.objects.get().get_change_message() == (
-        f"Rewound to entry {trip.question.pk} (the active leaf was {trip.florence.pk})."
+        f"rewound to entry {trip.question.pk} (admin); threads changed (they stay): 1"
     )
 
 
@@ -661,7 +669,12 @@ def test_delete_confirmation_counts_the_entries_that_go_with_the_thread(
     response = admin_client.get(delete_url)
     # then
     assert response.status_code == 200
-    assert dict(response.context["model_count"]) == {"threads": 1, "entries": 5}
+    assert dict(response.context["model_count"]) == {
+        "entries of the thread": 5,
+        "threads deleted": 1,
+        "entries deleted": 5,
+        "keyword index documents removed": 3,
+    }
     assert response.context["perms_lacking"] == set()
 
 

@@ -61,6 +61,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from cogitator_memory.access.models import Grant
+from cogitator_memory.cascade.models import ForgetRun
 from cogitator_memory.compaction.models import CompactionRun
 from cogitator_memory.files.access import FileAccess
 from cogitator_memory.files.services import MemoryFiles
@@ -143,6 +144,7 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "POST /api/memory/entries/{entry_id}/redact/": {"reason": "x"},
     "POST /api/memory/items/{item_id}/reject/": {"reason": "x"},
     "POST /api/memory/sessions/": SESSION_KEY,
+    "POST /api/memory/users/{user_id}/forget/": {"confirm": "ana"},
 }
 # Reviews are made by people: the valid requests of these go with a superuser's token.
 REVIEWS = {
@@ -152,6 +154,11 @@ REVIEWS = {
 }
 # So are exports (an API key is answered 403).
 EXPORTS = {"GET /api/memory/users/{user_id}/export/"}
+# And forgetting a user.
+FORGETTING = {
+    "POST /api/memory/users/{user_id}/forget/",
+    "GET /api/memory/forgets/{run_id}/",
+}
 # Quoted as schemathesis quotes generated path parameters; the server decodes them.
 AWKWARD_PATH_IDS = {"NUL": quote(NUL_TEXT, safe=""), "slash": quote("a/b", safe="")}
 AWKWARD_BODIES: list[tuple[str, str, dict[str, Any]]] = [
@@ -286,6 +293,8 @@ def write_fixed_memory() -> None:
     ExtractionRun.objects.create(id=RUN_ID, thread=main, status=RunStatus.DONE)
     CompactionRun.objects.create(id=RUN_ID, thread=main, status=RunStatus.DONE)
     ChannelSession.objects.create(id=SESSION_ID, thread=main, **SESSION_KEY)
+    # A forgetting asked for by no one left (a superuser reads every run).
+    ForgetRun.objects.create(id=RUN_ID, user_id="bea", agent_ids=None, status=RunStatus.DONE)
     # Memory files: ana's, one every user of agent-1 shares, and one of agent-2.
     files = MemoryFiles()
     for scope, path, text in (
@@ -529,7 +538,7 @@ def test_the_request_behind_the_awkward_ids_succeeds_with_valid_ids(
     settings.COGITATOR_MEMORY = {"LLM": {"PROVIDER": "scripted"}}
     path_parameters = {name: VALID_PATH_IDS[name] for name in path_names}
     case = make_case(label, path_parameters, None, VALID_BODIES.get(label))
-    people_only = label in REVIEWS | EXPORTS
+    people_only = label in REVIEWS | EXPORTS | FORGETTING
     headers = {"Authorization": superuser_authorization()} if people_only else api_key_headers
     # when
     response = call_and_validate_in_savepoint(case, headers)

@@ -32,6 +32,7 @@ from rest_framework.test import APIClient
 from rest_framework_api_key.models import APIKey
 
 from cogitator_memory.api import urls as api_urls
+from cogitator_memory.cascade.models import ForgetRun
 from cogitator_memory.compaction.models import CompactionRun
 from cogitator_memory.files.access import FileAccess
 from cogitator_memory.files.services import MemoryFiles
@@ -62,16 +63,19 @@ ID_PLACEHOLDERS = (
     "victim_thread",
     "victim_entry",
     "victim_branch_entry",
+    "victim_root",
     "victim_item",
     "victim_run",
     "victim_compaction_run",
     "victim_file",
     "victim_session",
+    "victim_forget_run",
 )
 MISSING = {
     "victim_thread": "no-such-thread",
     "victim_entry": "no-such-entry",
     "victim_branch_entry": "no-such-branch-entry",
+    "victim_root": "no-such-root",
     "victim_item": "item_00000000000000000000000000000000",
     "victim_run": "extr_00000000000000000000000000000000",
     "victim_compaction_run": "cmpr_00000000000000000000000000000000",
@@ -81,6 +85,7 @@ MISSING = {
     "victim_topic": "no-topic",
     "victim_file": "/memories/no-such-file.md",
     "victim_session": "sess_00000000000000000000000000000000",
+    "victim_forget_run": "fgt_00000000000000000000000000000000",
 }
 OWN_FILE = "/memories/own.md"
 VICTIM_FILE = "/memories/victim-secret.md"
@@ -107,6 +112,7 @@ class World:
     victim_compaction_run: CompactionRun | None = None
     own_session: ChannelSession | None = None
     victim_session: ChannelSession | None = None
+    victim_forget_run: ForgetRun | None = None
     scenario: str = ""
 
     def names(self) -> dict[str, str]:
@@ -118,6 +124,7 @@ class World:
             "victim_thread": self.theirs.thread_id,
             "victim_entry": self.theirs.reply.pk,
             "victim_branch_entry": self.theirs.retry.pk,
+            "victim_root": self.theirs.root.pk,
             "victim_agent": self.victim_agent,
             "victim_user": self.victim_user,
             "victim_topic": self.theirs.thread.metadata["topic"],
@@ -132,6 +139,7 @@ class World:
             "victim_file": VICTIM_FILE,
             "victim_file_sha256": hashlib.sha256(VICTIM_FILE_TEXT.encode()).hexdigest(),
             "victim_session": self.victim_session.pk if self.victim_session else "",
+            "victim_forget_run": self.victim_forget_run.pk if self.victim_forget_run else "",
         }
 
     def missing_names(self) -> dict[str, str]:
@@ -151,6 +159,7 @@ class World:
             *([self.victim_compaction_run.pk] if self.victim_compaction_run else []),
             VICTIM_FILE,
             *([self.victim_session.pk] if self.victim_session else []),
+            *([self.victim_forget_run.pk] if self.victim_forget_run else []),
         ]
 
 
@@ -160,7 +169,9 @@ def user_principal(
     user = make_user(name, grants)
     # Every review permission: what stops a review of the other side is the grant alone.
     user.user_permissions.add(
-        *Permission.objects.filter(codename__in=[*REVIEW_PERMISSIONS, EXPORT_PERMISSION])
+        *Permission.objects.filter(
+            codename__in=[*REVIEW_PERMISSIONS, EXPORT_PERMISSION, FORGET_PERMISSION]
+        )
     )
     if session:
         client = APIClient()
@@ -199,6 +210,7 @@ def index_for_search(conversation: Conversation) -> None:
 
 REVIEW_PERMISSIONS = ["activate_memoryitem", "reject_memoryitem", "let_go_memoryitem"]
 EXPORT_PERMISSION = "export_user_memory"
+FORGET_PERMISSION = "forget_user_memory"
 
 
 def remember(conversation: Conversation, tag: str = "") -> tuple[MemoryItem, ExtractionRun]:
@@ -306,6 +318,11 @@ def world(
     )
     world.own_session = channel_session(own, "chat-own")
     world.victim_session = channel_session(theirs, "chat-theirs")
+    # A forgetting the victim's side asked for (a person: an API key cannot ask for one).
+    asker = victim.user or make_user("victim-person")
+    world.victim_forget_run = ForgetRun.objects.create(
+        user_id=victim_user, agent_ids=[victim_agent], requested_by=asker, status=RunStatus.DONE
+    )
     return world
 
 
@@ -657,6 +674,77 @@ EXPORT_ROWS: dict[tuple[str, str], list[Attempt]] = {
 }
 
 
+# Forgetting a user: like the export, for people holding the permission (an API key is
+# refused whatever it asks), in agents their grants reach for the user. A grant of every
+# user of an agent reaches any user id there: forgetting the victim's user id there starts
+# a run that finds nothing of the victim's (the run is not carried out in this test, whose
+# transaction never commits; tests/api/test_forgetting.py runs them). A forget run is seen
+# by the person who asked for it.
+FORGET = "users/{victim_user}/forget/"
+KEY_REFUSED_FORGET = {"api-key-acts-on-user": (403, "forget_not_permitted")}
+FORGET_ROWS: dict[tuple[str, str], list[Attempt]] = {
+    ("users/<path:user_id>/forget/", "POST"): [
+        Attempt(
+            "forget the victim's user under the victim's agent",
+            FORGET,
+            403,
+            "permission_denied",
+            body={"confirm": "{victim_user}", "agent_ids": ["{victim_agent}"]},
+            answers=KEY_REFUSED_FORGET,
+            compare_with_missing=False,
+        ),
+        Attempt(
+            "forget the victim's user under the actor's agent and the victim's",
+            FORGET,
+            403,
+            "permission_denied",
+            body={"confirm": "{victim_user}", "agent_ids": ["{own_agent}", "{victim_agent}"]},
+            answers=KEY_REFUSED_FORGET,
+            compare_with_missing=False,
+        ),
+        Attempt(
+            "forget the victim's user in every agent the actor's grants reach",
+            FORGET,
+            202,
+            body={"confirm": "{victim_user}"},
+            answers={
+                **KEY_REFUSED_FORGET,
+                # The actor's grant names its own user only.
+                "same-agent-other-user": (403, "permission_denied"),
+            },
+            compare_with_missing=False,
+        ),
+        Attempt(
+            "forget the actor's own user",
+            "users/{own_user}/forget/",
+            202,
+            body={"confirm": "{own_user}"},
+            answers=KEY_REFUSED_FORGET,
+            compare_with_missing=False,
+        ),
+    ],
+    ("users/<path:user_id>/forget/", "OPTIONS"): options(FORGET),
+    ("forgets/<str:run_id>/", "GET"): [
+        Attempt(
+            "read the victim's forget run",
+            "forgets/{victim_forget_run}/",
+            404,
+            "forget_run_not_found",
+            answers=KEY_REFUSED_FORGET,
+        ),
+    ],
+    ("forgets/<str:run_id>/", "HEAD"): [
+        Attempt(
+            "head of the victim's forget run",
+            "forgets/{victim_forget_run}/",
+            404,
+            answers={"api-key-acts-on-user": (403, None)},
+        ),
+    ],
+    ("forgets/<str:run_id>/", "OPTIONS"): options("forgets/{victim_forget_run}/"),
+}
+
+
 MATRIX: dict[tuple[str, str], list[Attempt]] = {
     ("threads/", "GET"): [
         listing("no filters", "threads/", lists_own=True),
@@ -882,6 +970,16 @@ MATRIX: dict[tuple[str, str], list[Attempt]] = {
     ("entries/<str:entry_id>/", "OPTIONS"): options("entries/{victim_entry}/"),
     ("entries/<str:entry_id>/", "DELETE"): [
         refused("delete the victim's entry", "entries/{victim_entry}/", "entry_not_found"),
+        refused(
+            "delete the victim's entry alone",
+            "entries/{victim_entry}/?keep_replies=true",
+            "entry_not_found",
+        ),
+        refused(
+            "delete the victim's first message with its replies",
+            "entries/{victim_root}/",
+            "entry_not_found",
+        ),
     ],
     ("entries/<str:entry_id>/redact/", "POST"): [
         refused(
@@ -889,6 +987,12 @@ MATRIX: dict[tuple[str, str], list[Attempt]] = {
             "entries/{victim_entry}/redact/",
             "entry_not_found",
             body={"reason": "mine now"},
+        ),
+        refused(
+            "redact the victim's first message with its replies",
+            "entries/{victim_root}/redact/",
+            "entry_not_found",
+            body={"keep_replies": False},
         ),
     ],
     ("entries/<str:entry_id>/redact/", "OPTIONS"): options("entries/{victim_entry}/redact/"),
@@ -1108,6 +1212,7 @@ MATRIX: dict[tuple[str, str], list[Attempt]] = {
     **FILE_ROWS,
     **SESSION_ROWS,
     **EXPORT_ROWS,
+    **FORGET_ROWS,
 }
 
 
@@ -1187,6 +1292,8 @@ def test_the_walk_finds_the_endpoints_of_the_api():
         "sessions/",
         "sessions/<str:session_id>/",
         "users/<path:user_id>/export/",
+        "users/<path:user_id>/forget/",
+        "forgets/<str:run_id>/",
     }
     # when
     declared = declared_endpoints()

@@ -418,9 +418,10 @@ def test_patch_of_another_principals_thread_is_404_and_changes_nothing(
 def test_delete_removes_the_thread_and_its_entries(client: APIClient, conversation: Conversation):
     # when
     response = client.delete(thread_url(conversation.thread_id))
-    # then
-    assert response.status_code == 204
-    assert response.content == b""
+    # then: the answer counts what went
+    assert response.status_code == 200
+    report = response.json()["report"]
+    assert (report["threads"], report["entries"]["deleted"]) == (1, len(conversation.entry_ids))
     assert not Thread.objects.filter(pk=conversation.thread_id).exists()
     assert not Entry.objects.filter(pk__in=conversation.entry_ids).exists()
 

@@ -138,11 +138,6 @@ class PathPageSerializer(serializers.Serializer):
     )
 
 
-class RedactSerializer(serializers.Serializer):
-    reason = StrictCharField(max_length=1000, required=False)
-    at = StrictDateTimeField(required=False)
-
-
 def parse_types(value: str | None) -> Any:
     """The ``types`` query parameter as the selectors take it."""
     if value is None or value == "":

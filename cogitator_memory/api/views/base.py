@@ -5,6 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.generics import GenericAPIView
+from rest_framework_api_key.models import APIKey
 
 from cogitator_memory.api.authentication import APIKeyAuthentication
 from cogitator_memory.api.grants import request_grants
@@ -42,6 +43,12 @@ class MemoryAPIView(GenericAPIView):
     @property
     def grants(self) -> Grants:
         return request_grants(self.request)
+
+    @property
+    def api_key(self) -> APIKey | None:
+        """The API key the request authenticated with, if it did (None for a user)."""
+        auth = self.request.auth
+        return auth if isinstance(auth, APIKey) else None
 
     def visible_thread(self, thread_id: str) -> Thread:
         """The thread if the caller may see it; ``ThreadNotFound`` (404) otherwise, the

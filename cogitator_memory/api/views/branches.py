@@ -15,6 +15,7 @@ from cogitator_memory.api.serializers.entries import (
     PathQuerySerializer,
     parse_types,
 )
+from cogitator_memory.api.serializers.forgetting import RewoundThreadSerializer
 from cogitator_memory.api.serializers.threads import (
     CheckoutSerializer,
     ForkSerializer,
@@ -28,6 +29,8 @@ from cogitator_memory.api.views.base import (
     ERROR_409,
     MemoryAPIView,
 )
+from cogitator_memory.cascade.actions import RewindThread
+from cogitator_memory.review import Via
 from cogitator_memory.threads import selectors, services
 
 
@@ -74,10 +77,12 @@ class ThreadPathView(MemoryAPIView):
         operation_id="memory_threads_rewind",
         summary="Rewind the active branch",
         description="Moves the active leaf back to an entry of the active branch; nothing is "
-        "deleted. An entry of another branch is refused (409): use checkout.",
+        "deleted. The memory items that stood only on the entries left behind become stale "
+        "(MemoryCascade.rewind), counted under `report`. An entry of another branch is "
+        "refused (409): use checkout.",
         request=RewindSerializer,
         responses={
-            200: ThreadSerializer,
+            200: RewoundThreadSerializer,
             400: ERROR_400,
             404: ERROR_404,
             409: ERROR_409,
@@ -86,15 +91,15 @@ class ThreadPathView(MemoryAPIView):
     ),
 )
 class ThreadRewindView(MemoryAPIView):
-    serializer_class = ThreadSerializer
+    serializer_class = RewoundThreadSerializer
 
     def post(self, request: Request, thread_id: str) -> Response:
         payload = RewindSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        thread = services.rewind(
-            thread_id, payload.validated_data["to_entry_id"], grants=self.grants
-        )
-        return Response(ThreadSerializer(thread).data)
+        action = RewindThread(request.user, grants=self.grants, via=Via.API, api_key=self.api_key)
+        report = action.execute(thread_id, payload.validated_data["to_entry_id"])
+        thread = self.visible_thread(thread_id)
+        return Response(RewoundThreadSerializer((thread, report.counts())).data)
 
 
 @extend_schema_view(

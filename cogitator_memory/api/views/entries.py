@@ -14,8 +14,13 @@ from cogitator_memory.api.serializers.entries import (
     EntryListQuerySerializer,
     EntryPageSerializer,
     EntrySerializer,
-    RedactSerializer,
     parse_types,
+)
+from cogitator_memory.api.serializers.forgetting import (
+    CascadeReportSerializer,
+    EntryDeleteQuerySerializer,
+    RedactedEntrySerializer,
+    RedactWithRepliesSerializer,
 )
 from cogitator_memory.api.views.base import (
     COMMON_ERRORS,
@@ -24,7 +29,9 @@ from cogitator_memory.api.views.base import (
     ERROR_409,
     MemoryAPIView,
 )
-from cogitator_memory.exceptions import EntryNotFound
+from cogitator_memory.cascade.actions import DeleteEntries, RedactEntries
+from cogitator_memory.exceptions import RedactionRefused
+from cogitator_memory.review import Via
 from cogitator_memory.threads import selectors, services
 
 
@@ -87,8 +94,14 @@ class ThreadEntriesView(MemoryAPIView):
     ),
     delete=extend_schema(
         operation_id="memory_entries_destroy",
-        summary="Delete an entry (its children move to its parent)",
-        responses={204: None, 404: ERROR_404, **COMMON_ERRORS},
+        summary="Delete an entry with its replies and what stands on them",
+        description="A user message takes its replies (the entries after it on every "
+        "branch up to the next user message) unless `keep_replies=true`; the entries' "
+        "copies in forks and what memory derived from them (items, summaries, vectors, "
+        "file versions, ...) go too (MemoryCascade.delete_entries). The children of what "
+        "went move to the nearest ancestor that stays. The answer counts what went.",
+        parameters=[EntryDeleteQuerySerializer],
+        responses={200: CascadeReportSerializer, 400: ERROR_400, 404: ERROR_404, **COMMON_ERRORS},
     ),
 )
 class EntryDetailView(MemoryAPIView):
@@ -98,19 +111,25 @@ class EntryDetailView(MemoryAPIView):
         return Response(EntrySerializer(self.visible_entry(entry_id)).data)
 
     def delete(self, request: Request, entry_id: str) -> Response:
-        services.delete_entry(entry_id, grants=self.grants)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        query = EntryDeleteQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        action = DeleteEntries(request.user, grants=self.grants, via=Via.API, api_key=self.api_key)
+        report = action.execute([entry_id], keep_replies=query.validated_data["keep_replies"])
+        return Response(CascadeReportSerializer({"report": report.counts()}).data)
 
 
 @extend_schema_view(
     post=extend_schema(
         operation_id="memory_entries_redact",
-        summary="Redact an entry",
-        description="Replaces what the entry said with [redacted] and keeps its place. Session "
-        "events are refused (409): delete them instead.",
-        request=RedactSerializer,
+        summary="Redact an entry with its replies",
+        description="Replaces what the entry said with [redacted] and keeps its place; a user "
+        "message's replies are redacted too unless `keep_replies` is true (events among them "
+        "are deleted), and so are the copies in forks, while what memory derived from them "
+        "goes (MemoryCascade.redact_entries). Session events are refused (409): delete them "
+        "instead. The answer is the entry, with what went counted under `report`.",
+        request=RedactWithRepliesSerializer,
         responses={
-            200: EntrySerializer,
+            200: RedactedEntrySerializer,
             400: ERROR_400,
             404: ERROR_404,
             409: ERROR_409,
@@ -119,15 +138,22 @@ class EntryDetailView(MemoryAPIView):
     ),
 )
 class EntryRedactView(MemoryAPIView):
-    serializer_class = EntrySerializer
+    serializer_class = RedactedEntrySerializer
 
     def post(self, request: Request, entry_id: str) -> Response:
-        payload = RedactSerializer(data=request.data)
+        payload = RedactWithRepliesSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         data: dict[str, Any] = payload.validated_data
-        entry = services.redact_entry(
-            entry_id, at=data.get("at"), reason=data.get("reason"), grants=self.grants
+        entry = self.visible_entry(entry_id)
+        if entry.is_event:
+            # Named itself, an event is refused; among the replies, it is deleted.
+            raise RedactionRefused(entry.pk, entry.type)
+        action = RedactEntries(request.user, grants=self.grants, via=Via.API, api_key=self.api_key)
+        report = action.execute(
+            [entry.pk],
+            reason=data.get("reason"),
+            at=data.get("at"),
+            keep_replies=data["keep_replies"],
         )
-        if entry is None:
-            raise EntryNotFound(entry_id)
-        return Response(EntrySerializer(entry).data)
+        entry = self.visible_entry(entry.pk)
+        return Response(RedactedEntrySerializer((entry, report.counts())).data)

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 
 from cogitator_memory.api.filters import ThreadFilterSet
 from cogitator_memory.api.pagination import ThreadCursorPagination
+from cogitator_memory.api.serializers.forgetting import CascadeReportSerializer
 from cogitator_memory.api.serializers.threads import (
     ThreadCreateSerializer,
     ThreadSerializer,
@@ -24,6 +25,8 @@ from cogitator_memory.api.views.base import (
     ERROR_409,
     MemoryAPIView,
 )
+from cogitator_memory.cascade.actions import DeleteThread
+from cogitator_memory.review import Via
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Thread
 from cogitator_memory.threads.querysets import ThreadQuerySet
@@ -89,8 +92,12 @@ class ThreadListView(MemoryAPIView):
     ),
     delete=extend_schema(
         operation_id="memory_threads_destroy",
-        summary="Delete a thread and its entries",
-        responses={204: None, 404: ERROR_404, **COMMON_ERRORS},
+        summary="Delete a thread with its entries and what stands on them",
+        description="The thread whole, the copies of its entries in its forks, the memory "
+        "of its own scope (items, files kept for it alone), its sessions and runs, and what "
+        "memory derived from its entries (MemoryCascade.delete_thread). The answer counts "
+        "what went.",
+        responses={200: CascadeReportSerializer, 404: ERROR_404, **COMMON_ERRORS},
     ),
 )
 class ThreadDetailView(MemoryAPIView):
@@ -109,5 +116,6 @@ class ThreadDetailView(MemoryAPIView):
         return Response(ThreadSerializer(thread).data)
 
     def delete(self, request: Request, thread_id: str) -> Response:
-        services.delete_thread(thread_id, grants=self.grants)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        action = DeleteThread(request.user, grants=self.grants, via=Via.API, api_key=self.api_key)
+        report = action.execute(thread_id)
+        return Response(CascadeReportSerializer({"report": report.counts()}).data)
