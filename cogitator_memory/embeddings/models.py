@@ -69,6 +69,18 @@ class Embedding(models.Model):
             models.Index(fields=["source_id"], name="cm_embedding_source_id"),
             models.Index(fields=["agent_id", "thread_id"], name="cm_embedding_scope"),
             models.Index(fields=["index_name", "dimensions"], name="cm_embedding_index_dims"),
+            # A user's vectors, of one agent or every one (forgetting a user), and a
+            # thread's (its owner changing, a filter on the thread).
+            models.Index(
+                fields=["user_id", "agent_id"],
+                condition=models.Q(user_id__isnull=False),
+                name="cm_embedding_user",
+            ),
+            models.Index(
+                fields=["thread_id"],
+                condition=models.Q(thread_id__isnull=False),
+                name="cm_embedding_thread",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -143,6 +143,18 @@ class MemoryFileVersion(ScopeFields):
             # Redaction across the scopes of an agent, and renames followed by path.
             models.Index(fields=["agent_id", "path"], name="cm_file_version_agent_path"),
             models.Index(fields=["agent_id", "renamed_from"], name="cm_file_version_renamed"),
+            # A user's versions, of one agent or every one (forgetting a user, the export).
+            models.Index(
+                fields=["user_id", "agent_id"],
+                condition=models.Q(user_id__isnull=False),
+                name="cm_file_version_user",
+            ),
+            # The versions kept for one thread alone (deleting the thread).
+            models.Index(
+                fields=["thread_id"],
+                condition=models.Q(thread_id__isnull=False),
+                name="cm_file_version_thread",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -187,6 +199,17 @@ class MemoryFileHead(ScopeFields):
         ]
         indexes = [
             models.Index(fields=["agent_id", "path"], name="cm_file_head_agent_path"),
+            # A user's files and the files of one thread (forgetting them).
+            models.Index(
+                fields=["user_id", "agent_id"],
+                condition=models.Q(user_id__isnull=False),
+                name="cm_file_head_user",
+            ),
+            models.Index(
+                fields=["thread_id", "path"],
+                condition=models.Q(thread_id__isnull=False),
+                name="cm_file_head_thread",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -110,6 +110,12 @@ class Entity(ScopeFields):
             models.Index(fields=["agent_id", "key"], name="cm_entity_key"),
             # The entities of one user of an agent (forgetting a user).
             models.Index(fields=["agent_id", "user_id"], name="cm_entity_owner"),
+            # A user's entities in every agent (the export).
+            models.Index(
+                fields=["user_id", "agent_id"],
+                condition=models.Q(user_id__isnull=False),
+                name="cm_entity_user",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -220,6 +226,18 @@ class MemoryItem(ScopeFields):
             models.Index(fields=["status", "-recorded_at"], name="cm_item_status_recorded"),
             # The review list of every status, newest first (ties by id).
             models.Index(fields=["-recorded_at", "-id"], name="cm_item_recorded"),
+            # A user's items in every agent (the export), and the items of one thread's
+            # scope (deleting the thread): forgetting reads only those rows.
+            models.Index(
+                fields=["user_id", "agent_id"],
+                condition=models.Q(user_id__isnull=False),
+                name="cm_item_user",
+            ),
+            models.Index(
+                fields=["thread_id"],
+                condition=models.Q(thread_id__isnull=False),
+                name="cm_item_thread",
+            ),
         ]
 
     def __str__(self) -> str:

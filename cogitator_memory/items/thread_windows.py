@@ -7,6 +7,12 @@ version): a repeated or redelivered run, or two runs racing, write a window once
 second one's insert fails and its items roll back). The items go into the thread's scope
 (its agent and user); time words are read in the thread's ``metadata.timeZone``, else
 ``EXTRACTION["TIME_ZONE"]``.
+
+The window's transaction locks the thread's row first, the lock every cascade takes before
+it deletes or redacts the thread's entries, and then reads which of the window's entries
+still stand: what went while the model answered is not written (``MemoryExtractor.
+write_window``), the window's row names its first and last entries that stand (none
+standing, no row), and a thread that went altogether ends the run with ``ThreadNotFound``.
 """
 
 from __future__ import annotations
@@ -22,12 +28,15 @@ from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import ExtractionWindow
 from cogitator_memory.items.window_extractor import (
     EXTRACTOR_VERSION,
+    BeforeWrite,
     ExtractionResult,
     MemoryExtractor,
+    standing_entries,
 )
 from cogitator_memory.llm.protocol import Summarize
 from cogitator_memory.llm.registry import require_summarizer
 from cogitator_memory.threads import selectors
+from cogitator_memory.threads.locking import lock_thread
 from cogitator_memory.threads.models import Entry, Thread
 from cogitator_memory.threads.selectors import visible_thread
 
@@ -73,13 +82,17 @@ def extract_thread(
     summarize: Summarize | None = None,
     mode: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    before_write: BeforeWrite | None = None,
 ) -> ThreadExtraction:
     """Extract the items of the thread's active branch that no run has read yet.
 
     ``summarize``: the configured model when None (``LLMUnavailable`` without one).
     ``progress(done, total)`` is called once the windows are known and after each one.
-    Raises ``ThreadNotFound``, ``LLMError`` and ``ExtractionAnswerError``; the windows
-    before a failure are kept.
+    ``before_write(items)`` sees each window's items in its transaction, under the
+    thread's lock, once what went while the model answered was left out, and returns
+    those to write. Raises ``ThreadNotFound`` (also when the thread went while the model
+    answered), ``LLMError`` and ``ExtractionAnswerError``; the windows before a failure
+    are kept.
     """
     thread = visible_thread(thread_id, None)
     config = memory_settings.EXTRACTION
@@ -102,19 +115,34 @@ def extract_thread(
         elements = extractor.read_window(window, time_zone, result)
         try:
             with transaction.atomic():
-                record = ExtractionWindow.objects.create(
-                    thread=thread,
-                    first_entry_id=window[0].pk,
-                    last_entry_id=window[-1].pk,
-                    version=EXTRACTOR_VERSION,
-                    entries=len(window),
-                    calls=result.calls,
-                )
+                # Raises ThreadNotFound when the thread went while the model answered.
+                lock_thread(thread.pk)
+                standing = standing_entries(window)
+                kept = [entry for entry in window if entry.pk in standing]
+                record = None
+                if kept:
+                    # The stretch read, between entries that stand: a window row never
+                    # names an entry that went (its dependent deletes such rows).
+                    record = ExtractionWindow.objects.create(
+                        thread=thread,
+                        first_entry_id=kept[0].pk,
+                        last_entry_id=kept[-1].pk,
+                        version=EXTRACTOR_VERSION,
+                        entries=len(kept),
+                        calls=result.calls,
+                    )
                 writes = extractor.write_window(
-                    window, elements, scope=scope, time_zone=time_zone, result=result
+                    window,
+                    elements,
+                    scope=scope,
+                    time_zone=time_zone,
+                    result=result,
+                    before_write=before_write,
+                    standing=standing,
                 )
-                record.items_written = len(writes)
-                record.save(update_fields=["items_written"])
+                if record is not None:
+                    record.items_written = len(writes)
+                    record.save(update_fields=["items_written"])
         except IntegrityError:
             logger.info(
                 "Window %s..%s of %s was read by another run.",

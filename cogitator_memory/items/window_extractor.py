@@ -17,6 +17,14 @@ established; code checks every quote and decides who said it.
   (``resolve_time``): an event takes the interval, anything else starts at its start.
 - In ``shadow`` mode (the default) every new item is written as suggested, for review; in
   ``auto`` mode the rules of ``MemoryItems`` decide.
+- What went while the model answered is not written. A window's items are written in one
+  transaction that first locks the window's thread (the row lock every cascade takes
+  before it deletes or redacts entries), then reads which of the window's entries stand
+  (exist, unredacted): a quote of any other entry is left out, and an item left without
+  a quote is dropped. A cascade either committed before that read (what it took is seen
+  gone) or waits for the write and then finds the items' evidence and takes it. Then
+  ``before_write(items)``, the caller's hook, sees the items in the same transaction under
+  the same lock and returns those to write.
 """
 
 from __future__ import annotations
@@ -24,6 +32,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
+
+from django.db import transaction
 
 from cogitator_memory.exceptions import ExtractionAnswerError, InvalidInput
 from cogitator_memory.grants import MemoryScope
@@ -39,14 +49,17 @@ from cogitator_memory.items.statements import NewEvidence, NewItem, Written
 from cogitator_memory.items.timing import resolve_time
 from cogitator_memory.lineage import quote_holds
 from cogitator_memory.llm.protocol import Completion, Message, Summarize
+from cogitator_memory.threads.locking import lock_threads
 from cogitator_memory.threads.models import Entry, Role
 from cogitator_memory.threads.text import entry_text
 from cogitator_memory.tokens import count_tokens
 
 __all__ = [
     "EXTRACTOR_VERSION",
+    "BeforeWrite",
     "ExtractionResult",
     "MemoryExtractor",
+    "standing_entries",
     "trust_of_entry",
 ]
 
@@ -58,6 +71,26 @@ EXTRACTION_CONTINUATIONS = 4
 EXTRACTION_TRIES = 3
 SHADOW = "shadow"
 AUTO = "auto"
+# Entry ids per query: well under SQLite's parameter limit.
+IDS_PER_QUERY = 500
+
+BeforeWrite = Callable[[list[NewItem]], list[NewItem]]
+"""``before_write(items)``: called with a window's items in the write's transaction,
+under the lock of the window's thread, after what went was left out; returns the items
+to write."""
+
+
+def standing_entries(window: Sequence[Entry]) -> set[str]:
+    """The ids of the window's entries that stand: they exist and are not redacted. Read
+    it under the lock of their threads (``lock_threads``), so it holds until commit."""
+    ids = [entry.pk for entry in window]
+    standing: set[str] = set()
+    for start in range(0, len(ids), IDS_PER_QUERY):
+        chunk = ids[start : start + IDS_PER_QUERY]
+        standing.update(
+            Entry.objects.filter(pk__in=chunk, redaction__isnull=True).values_list("pk", flat=True)
+        )
+    return standing
 
 
 def trust_of_entry(entry: Entry, user_id: str | None) -> str:
@@ -186,13 +219,19 @@ class MemoryExtractor:
         window: Sequence[Entry],
         scope: MemoryScope,
         time_zone: str,
+        standing: set[str],
     ) -> NewItem | None:
+        """The item an element says, standing on its quotes of the window's ``standing``
+        entries (a quote of another message or of one that went is left out); None when
+        none is left. Trust is read from those entries only."""
         evidence: list[NewEvidence] = []
         holding: list[Entry] = []
         for quote in element.quotes:
             if not 1 <= quote.message <= len(window):
                 continue
             entry = window[quote.message - 1]
+            if entry.pk not in standing:
+                continue
             evidence.append(NewEvidence(quote=quote.text, entry_id=entry.pk))
             if quote_holds(quote.text, entry_text(entry)):
                 holding.append(entry)
@@ -234,11 +273,12 @@ class MemoryExtractor:
         *,
         scope: MemoryScope,
         time_zone: str = "UTC",
-        before_write: Callable[[list[NewItem]], list[NewItem]] | None = None,
+        before_write: BeforeWrite | None = None,
     ) -> ExtractionResult:
-        """Read ``entries`` (oldest first) and write what they established into ``scope``.
-        Raises ``ExtractionAnswerError`` for a window the model answered without an array
-        three times, and ``LLMError`` when the model fails; windows before it are kept."""
+        """Read ``entries`` (oldest first) and write what they established into ``scope``,
+        each window in a transaction of its own (``write_window``). Raises
+        ``ExtractionAnswerError`` for a window the model answered without an array three
+        times, and ``LLMError`` when the model fails; windows before it are kept."""
         try:
             ZoneInfo(time_zone)
         except (ValueError, KeyError) as exc:
@@ -265,27 +305,29 @@ class MemoryExtractor:
         scope: MemoryScope,
         time_zone: str,
         result: ExtractionResult,
-        before_write: Callable[[list[NewItem]], list[NewItem]] | None = None,
+        before_write: BeforeWrite | None = None,
+        standing: set[str] | None = None,
     ) -> list[Written]:
-        """Write the elements of one window; those whose quoted entries went (deleted or
-        redacted) while the model answered are dropped."""
-        new_items = [
-            item
-            for item in (self._new_item(element, window, scope, time_zone) for element in elements)
-            if item is not None
-        ]
-        standing = set(
-            Entry.objects.filter(pk__in=[e.pk for e in window], redaction__isnull=True).values_list(
-                "pk", flat=True
-            )
-        )
-        kept = [
-            item
-            for item in new_items
-            if all(evidence.entry_id in standing for evidence in item.evidence)
-        ]
-        if before_write is not None:
-            kept = before_write(kept)
-        result.dropped += len(elements) - len(kept)
-        activate = self.mode == AUTO
-        return [self.items.write(scope, item, activate=activate) for item in kept]
+        """Write the elements of one window, in one transaction: the window's thread is
+        locked first (the lock a cascade takes before it deletes or redacts entries), then
+        the quotes of entries that went (deleted or redacted) while the model answered are
+        left out and the items left without a quote dropped, then ``before_write`` sees
+        the items, then they are written. ``standing``: the window's entries that stand,
+        when the caller read them under the lock already (``standing_entries``)."""
+        with transaction.atomic():
+            lock_threads(entry.thread_id for entry in window)
+            if standing is None:
+                standing = standing_entries(window)
+            kept = [
+                item
+                for item in (
+                    self._new_item(element, window, scope, time_zone, standing)
+                    for element in elements
+                )
+                if item is not None
+            ]
+            if before_write is not None:
+                kept = before_write(kept)
+            result.dropped += len(elements) - len(kept)
+            activate = self.mode == AUTO
+            return [self.items.write(scope, item, activate=activate) for item in kept]

@@ -19,6 +19,7 @@
 
 import bisect
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -49,7 +50,7 @@ from cogitator_memory.items.support import quote_supports
 from cogitator_memory.items.timeline import LAYOUT_SAVED, SlotState, in_timeline, lay_out
 from cogitator_memory.items.write_sql import WriteSQL, save_layout
 from cogitator_memory.lineage import Quote, verify_evidence
-from cogitator_memory.threads.models import Entry, Thread
+from cogitator_memory.threads.models import REDACTED_TEXT, Entry, Thread
 
 # What an opinion gains when said again with quotes that hold, and loses when a less
 # trusted source contradicts it.
@@ -133,7 +134,9 @@ class ItemWriting(ItemRules):
     ) -> list[tuple[NewEvidence, Entry | None, bool]]:
         """Each quote, the entry it may stand on, and whether it holds there. Only entries
         of threads of the item's agent count (and, with ``grants``, only those the caller
-        may see); a quote of any other entry stands on nothing and holds nowhere."""
+        may see); a quote of any other entry stands on nothing and holds nowhere. A quote
+        of a redacted entry is kept as ``[redacted]``, holding nowhere: the words a
+        redaction took are never written again."""
         ids = [quote.entry_id for quote in evidence if isinstance(quote.entry_id, str)]
         found: dict[str, Entry] = {}
         if ids:
@@ -141,9 +144,13 @@ class ItemWriting(ItemRules):
             if grants is not None:
                 entries = entries.visible_to(grants)
             found = {entry.pk: entry for entry in entries}
-        checked = []
+        checked: list[tuple[NewEvidence, Entry | None, bool]] = []
         for quote in evidence:
             entry = found.get(quote.entry_id) if quote.entry_id else None
+            if entry is not None and entry.is_redacted:
+                # What the entry said is gone: the quote keeps the link, never the words.
+                checked.append((replace(quote, quote=REDACTED_TEXT), entry, False))
+                continue
             verdict = verify_evidence(Quote(quote.quote, quote.entry_id), entry)
             checked.append((quote, entry, verdict == "verified"))
         return checked

@@ -358,11 +358,22 @@ class KeywordIndex:
         return removed
 
     def _remove_chunk(self, kind: str, document_ids: Sequence[str]) -> int:
-        rows = list(
-            self.posting_model.objects.filter(
-                document_id__in=document_ids, corpus__kind=kind
-            ).values_list("corpus_id", "term", "length")
+        # The documents' postings by their ids (the (document, term) index), then those
+        # in corpora of this kind: a join from the corpora of the kind would read the
+        # postings of every such corpus (every thread's), not the documents'.
+        found = list(
+            self.posting_model.objects.filter(document_id__in=document_ids).values_list(
+                "corpus_id", "term", "length"
+            )
         )
+        if not found:
+            return 0
+        keys = dict(
+            self.corpus_model.objects.filter(
+                pk__in=sorted({corpus_id for corpus_id, _term, _length in found}), kind=kind
+            ).values_list("id", "key")
+        )
+        rows = [row for row in found if row[0] in keys]
         if not rows:
             return 0
         corpus_deltas: dict[int, tuple[int, int]] = {}
@@ -374,11 +385,10 @@ class KeywordIndex:
             else:
                 if kind in COUNTED_KINDS:
                     term_deltas[(corpus_id, term)] -= 1
-        corpora = self.corpus_model.objects.filter(pk__in=list(corpus_deltas))
         # The same lock order as adding: corpora by key, then terms.
         table = self._table(self.corpus_model)
         with self.connection.cursor() as cursor:
-            for corpus_id, _ in sorted(corpora.values_list("id", "key"), key=lambda row: row[1]):
+            for corpus_id in sorted(corpus_deltas, key=lambda corpus_id: keys[corpus_id]):
                 documents, tokens = corpus_deltas[corpus_id]
                 cursor.execute(
                     f"UPDATE {table} SET documents = documents + %s, "
@@ -388,9 +398,13 @@ class KeywordIndex:
                 )
         self._bump_terms(term_deltas)
         self._drop_unused_terms(term_deltas)
-        self.posting_model.objects.filter(
-            document_id__in=document_ids, corpus_id__in=list(corpus_deltas)
-        ).delete()
+        # By document too: a condition on the few corpora would lead the planner to read
+        # every posting of those corpora (SQLite does), a shared one's included.
+        postings = self.posting_model.objects.filter(document_id__in=document_ids)
+        others = {corpus_id for corpus_id, _term, _length in found} - set(corpus_deltas)
+        if others:
+            postings = postings.exclude(corpus_id__in=sorted(others))
+        postings.delete()
         return sum(-documents for documents, _ in corpus_deltas.values())
 
     def move_thread_user(self, kind: str, thread_id: str, user_id: str | None) -> None:

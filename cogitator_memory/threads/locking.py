@@ -9,6 +9,8 @@ answers exactly as a missing one.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from cogitator_memory.exceptions import EntryNotFound, ThreadNotFound
 from cogitator_memory.grants import Grants
 from cogitator_memory.jsondata import storable_text
@@ -41,3 +43,15 @@ def lock_entry_thread(entry_id: str, *, grants: Grants | None = None) -> tuple[T
     if entry is None:
         raise EntryNotFound(entry_id)
     return thread, entry
+
+
+def lock_threads(thread_ids: Iterable[str]) -> list[str]:
+    """Lock the rows of these threads until commit, in id order (so two lockers of the
+    same threads never wait on each other), and return the ids of those that exist.
+    Call inside a transaction; on SQLite the IMMEDIATE transaction holds the database's
+    write lock already."""
+    ids = sorted(set(thread_ids))
+    if not ids:
+        return []
+    locked = Thread.objects.select_for_update(of=("self",)).filter(pk__in=ids).order_by("pk")
+    return list(locked.values_list("pk", flat=True))

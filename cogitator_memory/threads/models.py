@@ -128,6 +128,12 @@ class Thread(models.Model):
             models.Index(fields=["agent_id", "-updated_at", "-id"], name="cm_thread_agent_updated"),
             models.Index(fields=["-updated_at", "-id"], name="cm_thread_updated"),
             models.Index(fields=["agent_id", "user_id"], name="cm_thread_owner"),
+            # A user's threads in every agent (the export, forgetting a user).
+            models.Index(
+                fields=["user_id", "agent_id"],
+                condition=models.Q(user_id__isnull=False),
+                name="cm_thread_user_agent",
+            ),
         ]
 
     def __str__(self) -> str:
