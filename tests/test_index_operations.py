@@ -27,7 +27,7 @@ def test_the_user_and_thread_lookup_indexes_are_built_without_blocking_writers(
     # when
     out = StringIO()
     call_command(
-        "sqlmigrate", "cogitator_memory", "0025_add_user_and_thread_lookup_indexes", stdout=out
+        "sqlmigrate", "cogitator_memory", "0027_add_user_and_thread_lookup_indexes", stdout=out
     )
     # then each of the ten is built concurrently on PostgreSQL, and partial on both
     statements = [line for line in out.getvalue().splitlines() if line.startswith("CREATE")]

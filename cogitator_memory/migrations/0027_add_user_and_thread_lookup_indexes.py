@@ -14,7 +14,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ("cogitator_memory", "0024_add_export_user_memory_permission"),
+        ("cogitator_memory", "0026_add_forget_runs"),
     ]
 
     operations = [
