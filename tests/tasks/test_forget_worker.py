@@ -19,7 +19,14 @@ from cogitator_memory.cascade.models import ForgetRun
 from cogitator_memory.threads.models import Thread
 from tests.api.conftest import API, token_client
 from tests.cascade.conftest import AGENT, build_world, canaries
-from tests.tasks.workers import BROKER_URL, Worker, running_worker, sending_to, wait_until
+from tests.tasks.workers import (
+    BROKER_URL,
+    Worker,
+    redis_texts,
+    running_worker,
+    sending_to,
+    wait_until,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -51,6 +58,7 @@ def test_a_user_is_forgotten_on_the_worker_and_the_run_reports_progress(
 ) -> None:
     # given
     build_world()
+    ana_threads = set(Thread.objects.filter(user_id="ana").values_list("pk", flat=True))
     client = person()
     # when
     accepted = client.post(f"{API}/users/ana/forget/", {"confirm": "ana"}, format="json")
@@ -88,3 +96,13 @@ def test_a_user_is_forgotten_on_the_worker_and_the_run_reports_progress(
     finally:
         reader.close()
     assert Path(sent_to_worker.log_path).exists()
+
+    # and nothing of ana is left in Redis either (broker messages, task results): no word
+    # she wrote and no id of a thread of hers, in any key or value
+    held = redis_texts()
+    assert held, "the worker's Redis database holds its results"
+    found = {
+        key: [word for word in ("CANARYANA", *ana_threads) if word in key or word in text]
+        for key, text in held.items()
+    }
+    assert not {key: words for key, words in found.items() if words}

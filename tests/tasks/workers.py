@@ -91,6 +91,32 @@ def remove_queue_keys(broker: redis.Redis, queue: str) -> None:
             broker.zrem(deadlines, member)
 
 
+def redis_texts(url: str = BROKER_URL) -> dict[str, str]:
+    """Every key of the Redis database at ``url`` and what it holds, as text (strings,
+    lists, hashes, sets and sorted sets; values that are not text are read as latin-1)."""
+    client = redis.Redis.from_url(url, socket_timeout=2)
+    texts: dict[str, str] = {}
+    try:
+        for key in client.scan_iter(count=1000):
+            kind = client.type(key).decode()
+            if kind == "string":
+                parts = [client.get(key) or b""]
+            elif kind == "list":
+                parts = list(client.lrange(key, 0, -1))
+            elif kind == "hash":
+                parts = [b for pair in client.hgetall(key).items() for b in pair]
+            elif kind == "set":
+                parts = list(client.smembers(key))
+            elif kind == "zset":
+                parts = list(client.zrange(key, 0, -1))
+            else:
+                parts = []
+            texts[key.decode("latin-1")] = " ".join(part.decode("latin-1") for part in parts)
+    finally:
+        client.close()
+    return texts
+
+
 @contextmanager
 def running_worker(folder: Path, name: str, settings: Mapping[str, str]) -> Iterator[Worker]:
     """A worker of the project with ``settings`` (environment variables) on a queue named
