@@ -14,8 +14,8 @@ from django.apps import apps
 from django.db import connection
 
 from cogitator_memory import signals
-from cogitator_memory.cascade import services as cascade_services
 from cogitator_memory.cascade import traces as cascade_traces
+from cogitator_memory.cascade import users as cascade_users
 from cogitator_memory.cascade.preview import dry_run, previewing
 from cogitator_memory.cascade.report import CascadeReport
 from cogitator_memory.cascade.services import MemoryCascade
@@ -171,7 +171,7 @@ def test_a_dry_run_does_not_touch_a_store_outside_the_database(
     # outbox), and what publishes outbox rows recorded
     build_world()
     store = OutsideStore(get_embedding_store())
-    for module in (cascade_services, cascade_traces, entry_vectors):
+    for module in (cascade_users, cascade_traces, entry_vectors):
         monkeypatch.setattr(module, "get_embedding_store", lambda: store)
     published: list[int] = []
     monkeypatch.setattr(
