@@ -42,6 +42,16 @@ class CogitatorMemoryConfig(AppConfig):
             RunsOnEntries("compaction_runs", CompactionRun, entry_fields=["compaction_entry_id"])
         )
         entry_vectors.register_outbox_handlers()
+        # Every kind of job of record, for the sweeper and the admin's retry action.
+        from cogitator_memory.cascade.runs import register_forget_jobs
+        from cogitator_memory.compaction.runs import register_compaction_jobs
+        from cogitator_memory.embeddings.pending_vectors import register_pending_vector_jobs
+        from cogitator_memory.items.runs import register_extraction_jobs
+
+        register_extraction_jobs()
+        register_compaction_jobs()
+        register_forget_jobs()
+        register_pending_vector_jobs()
         # Every kind of vector the app writes, for the pruner and the searches' check of
         # each hit against its source.
         vector_sources.register_source(MESSAGE_VECTORS)

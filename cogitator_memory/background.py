@@ -25,6 +25,7 @@ class Work(StrEnum):
     NOTE_RETRIEVED = "note_retrieved"
     VACUUM_TABLES = "vacuum_tables"
     FORGET_USER = "forget_user"
+    EMBED_ENTRIES = "embed_entries"
 
 
 _offered: dict[Work, Any] = {}

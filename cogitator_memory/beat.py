@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+# Seconds between sweeps of the jobs of record: how long after the broker comes back a
+# job written while it was down waits for its worker (at least), and how often a job
+# whose worker was lost is looked for.
+JOBS_SWEEP_INTERVAL = 30.0
 # Seconds between sweeps of the outbox: how long a deleted message's vector may stay in a
 # store outside the database after an outage (searches never return it meanwhile).
 SWEEP_INTERVAL = 60.0
@@ -17,6 +21,10 @@ SWEEP_INTERVAL = 60.0
 PRUNE_INTERVAL = 24 * 3600.0
 
 BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
+    "cogitator-memory-sweep-jobs": {
+        "task": "cogitator_memory.tasks.sweeper.sweep_jobs_task",
+        "schedule": JOBS_SWEEP_INTERVAL,
+    },
     "cogitator-memory-sweep-outbox": {
         "task": "cogitator_memory.tasks.sweeper.sweep_outbox_task",
         "schedule": SWEEP_INTERVAL,

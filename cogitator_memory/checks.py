@@ -102,6 +102,13 @@ SECTION_VALIDATORS: dict[str, dict[str, Validator]] = {
         "CHAPTERS_PER_ARC": whole_number(2),
         "ARCS_PER_SAGA": whole_number(2),
     },
+    "JOBS": {
+        "MAX_ATTEMPTS": whole_number(1, 100),
+        "LEASE_SECONDS": whole_number(1),
+        "RETRY_DELAY_SECONDS": whole_number(0),
+        "RETRY_FACTOR": positive_number(),
+        "REPUBLISH_AFTER_SECONDS": whole_number(1),
+    },
     "EMBEDDINGS": {
         "PROVIDER": name_or_path(PROVIDERS, "Providers", optional=True),
         "MODEL": text(optional=True),

@@ -112,6 +112,25 @@ DEFAULTS: dict[str, Any] = {
         "CHAPTERS_PER_ARC": 4,
         "ARCS_PER_SAGA": 4,
     },
+    # Jobs of record (jobs.py): every piece of background work is a row, claimed by one
+    # worker at a time under a lease, tried again with backoff, dead after MAX_ATTEMPTS.
+    "JOBS": {
+        # Tries of a job (each claim by a worker counts, also one whose worker was lost)
+        # before it is dead: shown in the admin, with its error and a retry action.
+        "MAX_ATTEMPTS": 3,
+        # Seconds a claimed job is left to its worker; each step of it renews the lease.
+        # A job past its lease is published again by the sweeper (its worker was lost).
+        # Longer than the longest single step (one model call: LLM["TIMEOUT"] and its
+        # retries).
+        "LEASE_SECONDS": 600,
+        # Seconds before the first new try after an error; each later wait is
+        # RETRY_FACTOR times longer (60 s, then 15 minutes).
+        "RETRY_DELAY_SECONDS": 60,
+        "RETRY_FACTOR": 15,
+        # Seconds after which a queued job not yet claimed is published again (its
+        # message was lost, or the broker was down when it was written).
+        "REPUBLISH_AFTER_SECONDS": 120,
+    },
     # The embedding service and the vector store of recall and search. PROVIDER None
     # means recall searches without vectors, as the specification allows.
     "EMBEDDINGS": {

@@ -22,6 +22,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from cogitator_memory.admin.forgetting import forget_user_url, forget_user_view
+from cogitator_memory.admin.jobs import RetryJobsAdmin
 from cogitator_memory.admin.records import GrantScopedAdmin, ReadOnlyAdmin, ThreadLinkAdmin
 from cogitator_memory.admin.scale import LargeTableAdmin
 from cogitator_memory.cascade.actions import ForgetUser
@@ -38,7 +39,7 @@ __all__ = ["CompactionRunAdmin", "ExtractionRunAdmin", "ForgetRunAdmin", "RunAdm
 
 
 # Read-only: a run is the record of what was asked for; it goes with its thread.
-class RunAdmin(GrantScopedAdmin, ReadOnlyAdmin, ThreadLinkAdmin, LargeTableAdmin):
+class RunAdmin(RetryJobsAdmin, GrantScopedAdmin, ReadOnlyAdmin, ThreadLinkAdmin, LargeTableAdmin):
     """What the run lists share: the runs of visible threads, newest first."""
 
     ordering = ("-created_at", "-id")
@@ -96,6 +97,8 @@ class ExtractionRunAdmin(RunAdmin):
         "started_at",
         "finished_at",
         "updated_at",
+        "run_after",
+        "lease_until",
     )
 
     @admin.display(description=_("windows"))
@@ -132,6 +135,8 @@ class CompactionRunAdmin(RunAdmin):
         "started_at",
         "finished_at",
         "updated_at",
+        "run_after",
+        "lease_until",
     )
     fields = readonly_fields
 
@@ -150,7 +155,7 @@ class CompactionRunAdmin(RunAdmin):
 # Read-only: a forget run is the record of a forgetting asked for; it is made by the
 # "Forget a user" page (or the API), and kept.
 @admin.register(ForgetRun)
-class ForgetRunAdmin(ReadOnlyAdmin, LargeTableAdmin):
+class ForgetRunAdmin(RetryJobsAdmin, ReadOnlyAdmin, LargeTableAdmin):
     list_display = ("id", "user_id", "agents", "status", "progress", "asked_by", "times", "error")
     # Choices of a choices field: no query for the filter's values.
     list_filter = ("status",)
@@ -171,6 +176,8 @@ class ForgetRunAdmin(ReadOnlyAdmin, LargeTableAdmin):
         "started_at",
         "finished_at",
         "updated_at",
+        "run_after",
+        "lease_until",
     )
     fields = readonly_fields
     change_form_template = "admin/cogitator_memory/forgetrun/change_form.html"

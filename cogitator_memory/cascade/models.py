@@ -17,7 +17,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from cogitator_memory.grants import USER_ID_MAX_LENGTH
-from cogitator_memory.jobs import OPEN_RUN_STATUSES, JobRecord, RunStatus
+from cogitator_memory.jobs import OPEN_RUN_STATUSES, JobRecord, RunStatus, due_index
 
 __all__ = ["ForgetRun", "new_forget_run_id"]
 
@@ -72,6 +72,7 @@ class ForgetRun(JobRecord):
             # The admin's list, newest first; a staff user's own runs.
             models.Index(fields=["-created_at", "-id"], name="cm_forget_run_created"),
             models.Index(fields=["requested_by", "-created_at"], name="cm_forget_run_requester"),
+            due_index("cm_forget_run"),
         ]
 
     def __str__(self) -> str:

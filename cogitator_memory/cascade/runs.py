@@ -4,8 +4,8 @@
 asks, then writes a ``ForgetRun`` and, once the transaction commits, enqueues the task of
 ``Work.FORGET_USER`` with the run's id as its task id. A user has at most one open run: a
 second request for the same agents joins it, one for other agents is refused
-(``ForgetRunOpen``) until it is done; an open run silent for ``LOST_AFTER`` (its worker
-lost) is closed as failed first.
+(``ForgetRunOpen``) until it is done. Claims, leases, retries and the dead state are
+those of every job of record (``cogitator_memory.jobs``).
 
 ``run_forget`` is what the task does: it runs ``MemoryCascade.delete_user`` with the grants
 of the person who asked, as they stand when it runs (a person whose grants no longer reach
@@ -25,11 +25,10 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
-from django.utils import timezone
 
 from cogitator_memory import policy
 from cogitator_memory.access.selectors import grants_for_user
-from cogitator_memory.background import Work, task_for
+from cogitator_memory.background import Work
 from cogitator_memory.cascade.audit import CHANGE, counts_text, log_cascade, logger
 from cogitator_memory.cascade.models import ForgetRun
 from cogitator_memory.cascade.report import CascadeReport, sum_counts
@@ -42,15 +41,17 @@ from cogitator_memory.exceptions import (
 )
 from cogitator_memory.grants import USER_ID_MAX_LENGTH, Grants
 from cogitator_memory.jobs import (
-    LOST,
-    LOST_AFTER,
     OPEN_RUN_STATUSES,
+    JobKind,
     JobRecorder,
-    enqueue_run,
+    RunStatus,
+    publish_on_commit,
+    register_kind,
 )
 from cogitator_memory.jsondata import storable_text, text_problem
 
 __all__ = [
+    "FORGET_JOBS",
     "MAX_AGENTS",
     "NO_ONE",
     "ForgetRecorder",
@@ -59,6 +60,7 @@ __all__ = [
     "forget_agents",
     "forget_runs_of",
     "get_forget_run",
+    "register_forget_jobs",
     "request_forget",
     "run_forget",
 ]
@@ -160,24 +162,23 @@ def request_forget(
             if joined.agent_ids == agents:
                 return joined, False
             raise ForgetRunOpen(user_id, joined.pk) from None
-        transaction.on_commit(lambda: _enqueue(run.pk))
+        publish_on_commit(ForgetRun, [run.pk])
     return run, True
 
 
 def _open_run(user_id: str) -> ForgetRun | None:
-    run = (
+    return (
         ForgetRun.objects.select_for_update()
         .filter(user_id=user_id, status__in=OPEN_RUN_STATUSES)
         .first()
     )
-    if run is not None and run.updated_at < timezone.now() - LOST_AFTER:
-        ForgetRecorder(run.pk).failed(LOST)
-        return None
-    return run
 
 
-def _enqueue(run_id: str) -> None:
-    enqueue_run(task_for(Work.FORGET_USER), ForgetRecorder(run_id))
+FORGET_JOBS = JobKind(ForgetRun, Work.FORGET_USER)
+
+
+def register_forget_jobs() -> None:
+    register_kind(FORGET_JOBS)
 
 
 def forget_runs_of(user: Any) -> QuerySet[ForgetRun]:
@@ -208,7 +209,6 @@ class ForgetRecorder(JobRecorder[ForgetRun]):
     redelivered task reports nothing on it."""
 
     model = ForgetRun
-    only_open = True
 
     def progress(self, done: int, total: int, counts: dict[str, Any]) -> None:
         self._update(done=done, total=total, counts=counts)
@@ -235,7 +235,9 @@ def run_forget(
     if person is None:
         recorder.failed(NO_ONE)
         return None
-    recorder.started(attempt)
+    if run.status == RunStatus.QUEUED:
+        # Called without a claim (a worker's claim marks it running).
+        recorder.started(attempt)
     # What earlier attempts did (each batch they finished), added to.
     before: dict[str, Any] = dict(run.counts or {})
     report = CascadeReport()

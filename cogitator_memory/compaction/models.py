@@ -7,7 +7,7 @@ import uuid
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from cogitator_memory.jobs import JobRun, run_constraints
+from cogitator_memory.jobs import JobRun, due_index, run_constraints
 
 __all__ = ["CompactionRun", "new_compaction_run_id"]
 
@@ -47,4 +47,5 @@ class CompactionRun(JobRun):
         constraints = run_constraints("cm_compaction_run")
         indexes = [
             models.Index(fields=["thread", "-created_at"], name="cm_compaction_run_thread"),
+            due_index("cm_compaction_run"),
         ]

@@ -1,29 +1,36 @@
 """Compaction runs: a job of record for every compaction done in the background.
 
-``request_compaction`` writes a ``CompactionRun`` and enqueues the ``compact_thread`` task
-with the run's id as the task id once the transaction commits. A thread has at most one
-open (queued or running) run: a second request while one is open gets that one, so two
-triggers of one thread give one compaction. The shared machinery, and what becomes of a
-lost run, is in ``cogitator_memory.jobs``.
+``request_compaction`` queues a ``CompactionRun``, published to the ``compact_thread``
+task once the transaction commits. A thread has at most one queued run, which a second
+request joins, so two triggers of one thread give one compaction. The shared machinery
+(claims, leases, retries, the dead state) is in ``cogitator_memory.jobs``.
 """
 
 from __future__ import annotations
 
-from cogitator_memory.background import Work, task_for
+from cogitator_memory.background import Work
 from cogitator_memory.compaction.models import CompactionRun
 from cogitator_memory.exceptions import CompactionRunNotFound
 from cogitator_memory.grants import Grants
 from cogitator_memory.jobs import (
-    LOST_AFTER,
     OPEN_RUN_STATUSES,
+    JobKind,
     JobRecorder,
-    enqueue_run,
     get_visible_run,
+    register_kind,
     request_run,
 )
 from cogitator_memory.llm.registry import require_summarizer
 
-__all__ = ["LOST_AFTER", "CompactionRecorder", "get_compaction_run", "request_compaction"]
+__all__ = [
+    "COMPACTION_JOBS",
+    "CompactionRecorder",
+    "get_compaction_run",
+    "register_compaction_jobs",
+    "request_compaction",
+]
+
+COMPACTION_JOBS = JobKind(CompactionRun, Work.COMPACT_THREAD, args=lambda run: (run.thread_id,))
 
 
 def request_compaction(
@@ -35,13 +42,11 @@ def request_compaction(
     for a thread the caller cannot see, ``NoGrant``, and ``LLMUnavailable`` when no model
     is configured."""
     require_summarizer("Compaction")
-    return request_run(
-        CompactionRecorder, thread_id, grants=grants, enqueue=_enqueue, forced=forced
-    )
+    return request_run(CompactionRecorder, thread_id, grants=grants, forced=forced)
 
 
-def _enqueue(run_id: str, thread_id: str) -> None:
-    enqueue_run(task_for(Work.COMPACT_THREAD), CompactionRecorder(run_id), thread_id)
+def register_compaction_jobs() -> None:
+    register_kind(COMPACTION_JOBS)
 
 
 def get_compaction_run(run_id: str, *, grants: Grants | None = None) -> CompactionRun:
@@ -55,7 +60,6 @@ class CompactionRecorder(JobRecorder[CompactionRun]):
     compaction entry, and a redelivered task must not report on it again."""
 
     model = CompactionRun
-    only_open = True
 
     def is_finished(self) -> bool:
         """Whether the run is done or failed already (a redelivered task then does

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cogitator_memory.dependents import Forgotten
-from cogitator_memory.embeddings.models import Embedding
+from cogitator_memory.embeddings import pending_vectors
+from cogitator_memory.embeddings.models import Embedding, PendingVector
 from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.outbox import services as outbox
 from cogitator_memory.outbox.models import OutboxMessage
@@ -58,7 +59,9 @@ def forget_vectors(source_ids: Sequence[str], forgotten: Forgotten) -> None:
 
 
 class EntryVectors:
-    """Deletes the vectors of entries that go; moves a thread's vectors with its owner.
+    """Queues the vectors of entries that come (a ``PendingVector`` each, in the
+    transaction that adds them); deletes the vectors of entries that go; moves a thread's
+    vectors with its owner.
 
     Its outbox messages (``OutboxMessage`` rows naming the entries) carry those changes
     to a store outside the database and are deleted once carried out: they are the
@@ -66,12 +69,19 @@ class EntryVectors:
     deletes nothing; an owner change reaches only vectors that exist)."""
 
     name = "embeddings"
-    models = (Embedding, OutboxMessage)
+    models = (Embedding, OutboxMessage, PendingVector)
 
     def entries_added(self, entries: Sequence[Entry]) -> None:
-        """Embedding waits for the commit (the ``entry_added`` signal enqueues it)."""
+        """A pending vector for each entry the message index takes; its task is published
+        once the transaction commits (the ``entry_added`` signal's receiver)."""
+        pending_vectors.queue(entries)
 
     def forget_entries(self, entry_ids: Sequence[str], forgotten: Forgotten) -> None:
+        # A pending vector goes with its entry (its key cascades); a redacted entry's
+        # goes here, so that no worker embeds what was redacted.
+        for start in range(0, len(entry_ids), IDS_PER_MESSAGE):
+            chunk = list(entry_ids[start : start + IDS_PER_MESSAGE])
+            PendingVector.objects.filter(pk__in=chunk).delete()
         forget_vectors(entry_ids, forgotten)
 
     def owner_changed(self, thread_id: str, agent_id: str, user_id: str | None) -> None:

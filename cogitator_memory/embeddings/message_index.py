@@ -13,13 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import NamedTuple
 
 from django.db import transaction
-from django.db.models import Min
 
 from cogitator_memory.conf import memory_settings
+from cogitator_memory.embeddings import pending_vectors
 from cogitator_memory.embeddings.models import (
     AGENT_ID_KEY,
     INDEX_KEY,
@@ -133,9 +131,13 @@ def _embed(service: EmbeddingService, texts: list[str]) -> list[list[float]]:
 
 
 def _store_unless_changed(
-    store: EmbeddingStore, embedded: list[Entry], vectors: list[list[float]]
+    store: EmbeddingStore,
+    embedded: list[Entry],
+    vectors: list[list[float]],
+    finish: Callable[[], None] | None = None,
 ) -> int:
-    """Store the vectors of the entries still indexable now; returns how many."""
+    """Store the vectors of the entries still indexable now, and call ``finish`` in the
+    same transaction; returns how many."""
     with transaction.atomic():
         # The thread services lock a thread's row before they redact or delete its
         # entries. Holding these locks while the vectors are written means a redaction
@@ -159,6 +161,8 @@ def _store_unless_changed(
         ]
         if rows:
             store.add(rows)
+        if finish is not None:
+            finish()
     return len(rows)
 
 
@@ -170,14 +174,21 @@ def _drop_from_index(store: EmbeddingStore, entry_ids: list[str]) -> None:
         store.delete([embedding.id for embedding in stale])
 
 
-def index_entries(entry_ids: Sequence[str], *, only_missing: bool = False) -> int:
+def index_entries(
+    entry_ids: Sequence[str],
+    *,
+    only_missing: bool = False,
+    finish: Callable[[], None] | None = None,
+) -> int:
     """Embed these entries in one batch and store their vectors, replacing any stored.
 
     Ids of entries that are gone are skipped. Entries that are not indexable (session
     events, redacted, no text) lose any vector the message index has of them. With
     ``only_missing``, entries that already have a vector in the index keep it and are not
-    sent to the provider (a task delivered twice embeds once). Does nothing when the
-    index is off. Returns how many entries were embedded and stored.
+    sent to the provider (a task delivered twice embeds once). ``finish`` is called in
+    the transaction that stores the vectors (or at the end, when none is stored): the
+    pending rows of a batch go with it. Does nothing when the index is off. Returns how
+    many entries were embedded and stored.
 
     Raises ``EmbeddingServiceError`` when the provider fails; nothing is stored then.
     """
@@ -187,6 +198,8 @@ def index_entries(entry_ids: Sequence[str], *, only_missing: bool = False) -> in
     ids = list(dict.fromkeys(entry_ids))
     entries = list(Entry.objects.filter(pk__in=ids).select_related("thread").order_by("pk"))
     if not entries:
+        if finish is not None:
+            finish()
         return 0
     store = get_embedding_store()
     wanted = [entry for entry in entries if is_indexable(entry)]
@@ -197,81 +210,16 @@ def index_entries(entry_ids: Sequence[str], *, only_missing: bool = False) -> in
         present = _indexed_sources(store, [entry.pk for entry in wanted])
         wanted = [entry for entry in wanted if entry.pk not in present]
     if not wanted:
+        if finish is not None:
+            finish()
         return 0
     vectors = _embed(service, [entry_text(entry) for entry in wanted])
-    return _store_unless_changed(store, wanted, vectors)
+    return _store_unless_changed(store, wanted, vectors, finish)
 
 
 def _batch_size() -> int:
     size = memory_settings.EMBEDDINGS.get("BATCH_SIZE") or 64
     return max(1, int(size))
-
-
-class _ThreadStart(NamedTuple):
-    """Where the entries of a task begin in one of their threads."""
-
-    thread_id: str
-    first_seq: int
-    first_created_at: datetime
-
-
-def _starts(ids: list[str]) -> list[_ThreadStart]:
-    rows = (
-        Entry.objects.filter(pk__in=ids)
-        .values("thread_id")
-        .annotate(first_seq=Min("seq"), first_created_at=Min("created_at"))
-        .order_by("thread_id")
-        .values_list("thread_id", "first_seq", "first_created_at")
-    )
-    return [_ThreadStart(*row) for row in rows]
-
-
-def _created_since(since: datetime, limit: int) -> list[str]:
-    """The messages and tool results of every thread created at or after ``since``,
-    oldest first, among the first ``limit`` entries created since then."""
-    # Read through the index on created_at and filtered here rather than by type in the
-    # query: the read then stops after ``limit`` rows however many session events
-    # there are.
-    rows = (
-        Entry.objects.filter(created_at__gte=since)
-        .order_by("created_at", "pk")
-        .values_list("pk", "type")[:limit]
-    )
-    return [entry_id for entry_id, entry_type in rows if entry_type in CONVERSATION_TYPES]
-
-
-def _following_in_thread(thread_id: str, after_seq: int, limit: int) -> list[str]:
-    """The first ``limit`` messages and tool results of a thread after ``after_seq``."""
-    return list(
-        Entry.objects.filter(thread_id=thread_id, seq__gt=after_seq, type__in=CONVERSATION_TYPES)
-        .order_by("seq")
-        .values_list("pk", flat=True)[:limit]
-    )
-
-
-def _batch_candidates(ids: list[str], look_past: int) -> list[str]:
-    """These ids, then the entries that may wait for a vector with them: those of any
-    thread created since the first of them, oldest first (the queue's order, so entries
-    of every thread and tenant share a batch), then those added to their own threads
-    after them by ``seq`` (which also finds entries given an earlier ``created_at``,
-    as an import of old messages does). Reads at most ``look_past`` entries past the
-    ids through each of the two."""
-    if len(ids) >= look_past:
-        return ids
-    starts = _starts(ids)
-    if not starts:
-        return ids
-    candidates = list(ids)
-    candidates += _created_since(min(start.first_created_at for start in starts), look_past)
-    room = look_past
-    for start in starts:
-        if room <= 0:
-            break
-        # The ids themselves can be among the entries after the first of them.
-        following = _following_in_thread(start.thread_id, start.first_seq, room + len(ids))
-        room -= len(following)
-        candidates += following
-    return list(dict.fromkeys(candidates))
 
 
 def _all_indexed(store: EmbeddingStore, ids: list[str]) -> bool:
@@ -306,16 +254,15 @@ def index_new_entries(entry_ids: Sequence[str], *, batch_size: int | None = None
     """Embed new entries, and with them other entries that wait for a vector, in one
     provider call and one store write.
 
-    Each new entry gets a task of its own (``tasks/triggers.py``), and the first of a
-    burst to run takes the entries that followed it, up to ``batch_size``
-    (``EMBEDDINGS["BATCH_SIZE"]`` by default): the entries of every thread created since
-    it, oldest first, and those added to its own thread after it
-    (``_batch_candidates``). The tasks of those then find their vectors stored and send
-    nothing to the provider. So the entries waiting in the queue are embedded together
-    however busy the worker is and however many threads they are spread over, and no
-    entry depends on another's task. One call may hold entries of several tenants: each
-    vector is stored with the scope of its own entry's thread. Returns how many entries
-    were embedded and stored.
+    The entries waiting are the pending vectors (``embeddings/pending_vectors.py``),
+    written with each entry: a batch takes these entries first, then those waiting
+    longest in any thread, up to ``batch_size`` (``EMBEDDINGS["BATCH_SIZE"]`` by
+    default), and no two workers take the same entry. The tasks of the entries a batch
+    took then find nothing to do. One call may hold entries of several tenants: each
+    vector is stored with the scope of its own entry's thread. Entries with no pending
+    vector and no vector (written while the index was off) are queued first. Returns how
+    many entries were embedded and stored; a provider that fails puts the batch back for
+    a later try.
     """
     if get_embedding_service() is None:
         return 0
@@ -324,16 +271,12 @@ def index_new_entries(entry_ids: Sequence[str], *, batch_size: int | None = None
         return 0
     size = _batch_size() if batch_size is None else batch_size
     check_limit(size, field="batch_size")
-    store = get_embedding_store()
-    if _all_indexed(store, ids):
-        # An earlier task's batch took these, and the entries after them as far as it
-        # went; those further on have tasks of their own.
-        return 0
-    # Look past the entries an earlier batch already embedded, then keep one batch.
-    missing = _missing_vectors(store, _batch_candidates(ids, 2 * size))
-    if not missing:
-        return 0
-    return index_entries(missing[:size], only_missing=True)
+    missing = _missing_vectors(get_embedding_store(), ids)
+    if missing:
+        pending_vectors.queue(list(Entry.objects.filter(pk__in=missing).select_related("thread")))
+    # Also when these have their vectors: others may be waiting, and a pending row of an
+    # entry whose vector came another way (a fork's copy) goes.
+    return pending_vectors.embed_pending(ids, batch_size=size)
 
 
 def unindex_entries(entry_ids: Sequence[str]) -> int:
@@ -411,11 +354,16 @@ def reindex(
     batch_size: int | None = None,
     resume_from: str | None = None,
     progress: Callable[[ReindexProgress], None] | None = None,
+    only_missing: bool = False,
 ) -> ReindexProgress:
     """Embed again every message and tool result of one thread, of one agent or of
     every thread, in batches of ``batch_size`` entries (one provider request each,
     ``EMBEDDINGS["BATCH_SIZE"]`` by default), replacing their vectors. Redacted entries
     and entries without text lose theirs.
+
+    With ``only_missing``, entries that have a vector keep it and are not sent: the
+    entries written while the index was off, or whose pending vector is dead, are
+    embedded, and a dead pending vector of an entry embedded goes.
 
     Entries are gone through in id order; ``progress`` is called once before the first
     batch and after each one. A run stopped part way resumes with
@@ -436,7 +384,9 @@ def reindex(
     if progress is not None:
         progress(state)
     for ids in _id_batches(entries, size):
-        embedded = index_entries(ids)
+        embedded = index_entries(ids, only_missing=only_missing)
+        # What is embedded now waits for nothing: its pending rows, dead or not, go.
+        pending_vectors.drop_embedded(ids)
         state = ReindexProgress(
             total=state.total,
             done=state.done + len(ids),

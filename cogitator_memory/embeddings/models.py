@@ -24,6 +24,7 @@ from cogitator_memory.embeddings.types import AGENT_ID_KEY as AGENT_ID_KEY
 from cogitator_memory.embeddings.types import INDEX_KEY as INDEX_KEY
 from cogitator_memory.embeddings.types import THREAD_ID_KEY as THREAD_ID_KEY
 from cogitator_memory.embeddings.types import USER_ID_KEY as USER_ID_KEY
+from cogitator_memory.jobs import JobRecord, RunStatus, due_index
 
 
 def new_embedding_id() -> str:
@@ -96,3 +97,34 @@ class Embedding(models.Model):
             "dimensions": self.dimensions,
             "created_at": self.created_at,
         }
+
+
+class PendingVector(JobRecord):
+    """An entry waiting for its vector in the message index: a job of record, written in
+    the transaction that adds the entry (``EntryVectors.entries_added``) and deleted in
+    the one that stores its vector. Workers claim pending vectors in batches (one
+    provider call each), so two workers never embed the same entry, and the sweeper
+    wakes a worker for those whose message was lost or whose worker was (see
+    ``cogitator_memory.jobs``). It goes with its entry."""
+
+    entry = models.OneToOneField(
+        "cogitator_memory.Entry",
+        verbose_name=_("entry"),
+        primary_key=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+    )
+    # The batch that holds it: set by the claim that took it, so that on SQLite (no row
+    # locks) a worker reads back exactly the rows its own UPDATE took.
+    claim = models.CharField(_("claim"), max_length=32, blank=True, default="")
+
+    class Meta:
+        verbose_name = _("pending vector")
+        verbose_name_plural = _("pending vectors")
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status__in=[choice.value for choice in RunStatus]),
+                name="cm_pending_vector_status_known",
+            ),
+        ]
+        indexes = [due_index("cm_pending_vector")]

@@ -23,7 +23,7 @@ from cogitator_memory.items.querysets import EntityQuerySet, EvidenceQuerySet, I
 
 # Run statuses are shared by every job of record; imported from here before they were.
 from cogitator_memory.jobs import OPEN_RUN_STATUSES as OPEN_RUN_STATUSES
-from cogitator_memory.jobs import JobRun, run_constraints
+from cogitator_memory.jobs import JobRun, due_index, run_constraints
 from cogitator_memory.jobs import RunStatus as RunStatus
 
 SCOPE_ID_MAX_LENGTH = 255
@@ -373,4 +373,5 @@ class ExtractionRun(JobRun):
             models.Index(fields=["thread", "-created_at"], name="cm_extraction_run_thread"),
             # The admin's list, newest first.
             models.Index(fields=["-created_at", "-id"], name="cm_extraction_run_created"),
+            due_index("cm_extraction_run"),
         ]

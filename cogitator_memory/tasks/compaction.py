@@ -1,12 +1,12 @@
-"""Compaction of threads in the background.
+"""Compaction of threads in the background: the task of a ``CompactionRun``.
 
-``compact_thread`` compacts one thread with the ``COGITATOR_MEMORY["COMPACTION"]`` config.
-With ``run_id`` its ``CompactionRun`` follows along; the open run is the thread's lock (one
-open run per thread, kept by the database), so a second trigger while one runs does
-nothing. The run is marked done in the transaction that writes the compaction entry, so a
-redelivered task finds it done and does nothing; without a run a redelivery finds the
-thread below its threshold. Acknowledged late, retried with backoff when the model fails.
-``schedule_compaction`` opens a run when a thread crosses its threshold.
+``compact_thread`` takes the thread's id and its run's id, claims the run
+(``jobs.run_job``: one worker at a time, under a lease) and compacts the thread with the
+``COGITATOR_MEMORY["COMPACTION"]`` config. The run is marked done in the transaction that
+writes the compaction entry, so a redelivered task finds it closed and does nothing. A
+model that fails puts the run back in the queue after a backoff (dead after
+``JOBS["MAX_ATTEMPTS"]`` tries). ``schedule_compaction`` queues a run when a thread
+crosses its threshold.
 """
 
 from __future__ import annotations
@@ -14,10 +14,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from celery import shared_task
+
 from cogitator_memory import background
 from cogitator_memory.background import Work
 from cogitator_memory.compaction.config import config_from_settings
 from cogitator_memory.compaction.history import read_compacted_history
+from cogitator_memory.compaction.models import CompactionRun
 from cogitator_memory.compaction.runs import CompactionRecorder, request_compaction
 from cogitator_memory.compaction.services import (
     CompactionService,
@@ -25,8 +28,8 @@ from cogitator_memory.compaction.services import (
     threshold_crossed,
 )
 from cogitator_memory.exceptions import CompactionStale, LLMError, ThreadNotFound
-from cogitator_memory.jobs import public_error
-from cogitator_memory.tasks.retries import retried_task, retry_errors
+from cogitator_memory.jobs import JobRecorder, run_job
+from cogitator_memory.tasks.retries import retry_errors
 
 logger = logging.getLogger(__name__)
 
@@ -36,47 +39,49 @@ __all__ = ["compact_thread", "schedule_compaction"]
 RETRIED = retry_errors(LLMError)
 
 
-# Safe to run again: the run is marked done with the compaction entry it writes.
-@retried_task(*RETRIED, bind=True)
-def compact_thread(self, thread_id: str, run_id: str | None = None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    """Compact the thread if it crossed its threshold (or its run was forced); returns
-    the compaction entry's id, or None when there was nothing to do."""
-    run = CompactionRecorder(run_id)
-    if run.is_finished():
-        return {"compaction_entry_id": None, "redelivered": True}
-    run.started(attempt=self.request.retries + 1)
+def _compact(run: CompactionRun, recorder: JobRecorder[CompactionRun]) -> dict[str, Any]:
+    assert isinstance(recorder, CompactionRecorder)
     try:
         entry = CompactionService().compact(
-            thread_id,
+            run.thread_id,
             config_from_settings(),
-            force=run.forced(),
-            after_write=lambda written: run.done(written.pk),
+            force=run.forced,
+            after_write=lambda written: recorder.done(written.pk),
         )
     except ThreadNotFound:
-        logger.info("Not compacting thread %s: it is gone.", thread_id)
+        logger.info("Not compacting thread %s: it is gone.", run.thread_id)
         return {"compaction_entry_id": None}
     except CompactionStale as exc:
         # What it read changed under it; the next trigger reads it again.
-        logger.info("Compaction of thread %s not written: %s", thread_id, exc.reason)
-        run.done(None)
+        logger.info("Compaction of thread %s not written: %s", run.thread_id, exc.reason)
+        recorder.done(None)
         return {"compaction_entry_id": None}
-    except RETRIED as exc:
-        if self.request.retries >= self.max_retries:
-            run.failed(public_error(exc))
-        else:
-            run.retrying(exc)
-        raise
-    except Exception as exc:
-        run.failed(public_error(exc))
-        raise
     if entry is None:
-        run.done(None)
+        recorder.done(None)
     return {"compaction_entry_id": entry.pk if entry is not None else None}
 
 
+# Acknowledged late: a worker lost mid-run leaves the message to another (and the run's
+# lease to the sweeper). No Celery retries: the run's row holds the tries.
+@shared_task(acks_late=True, ignore_result=True)
+def compact_thread(thread_id: str, run_id: str | None = None) -> dict[str, Any]:
+    """Compact the thread for the run ``run_id`` if it crossed its threshold (or the run
+    was forced); returns the compaction entry's id, or None when there was nothing to do
+    (also when another worker has the run, or it is closed). Without a run, compacts
+    past the threshold at once."""
+    if run_id is None:
+        try:
+            entry = CompactionService().compact(thread_id, config_from_settings())
+        except (ThreadNotFound, CompactionStale):
+            return {"compaction_entry_id": None}
+        return {"compaction_entry_id": entry.pk if entry is not None else None}
+    result = run_job(CompactionRecorder, run_id, _compact, retry_on=RETRIED)
+    return result if result is not None else {"compaction_entry_id": None}
+
+
 def schedule_compaction(thread_id: str) -> bool:
-    """Open a compaction run for the thread when it crossed the configured threshold and
-    none is open. Returns whether it opened one."""
+    """Queue a compaction run for the thread when it crossed the configured threshold and
+    none is queued. Returns whether it queued one."""
     config = config_from_settings()
     plan = plan_compaction(read_compacted_history(thread_id), config)
     if not plan.summarized or not threshold_crossed(plan, config):

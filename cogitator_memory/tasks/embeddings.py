@@ -1,43 +1,36 @@
-"""Tasks of the message index: embed entries.
+"""Tasks of the message index: embed the entries waiting for their vectors.
 
-Each takes entry ids (never entries) and calls one service of
-``embeddings/message_index.py``. A task embeds its entries together with the entries
-queued after them, in any thread, in one provider call, so a backlog is embedded in
-batches however many threads it is spread over. It is safe to run twice: a store
-replaces the vector of the same source, and entries that already have one are not
-embedded again.
+``embed_entries_task`` takes entry ids (never entries): a batch of pending vectors, these
+entries' first, then those waiting longest in any thread, claimed so that no two workers
+embed one entry (``embeddings/pending_vectors.py``), goes to the provider in one call and
+to the store in one write. It is safe to run twice: a redelivered task finds the pending
+rows gone, and entries that already have a vector are not embedded again. A provider that
+fails puts the batch back in the queue after a backoff.
 """
 
 from __future__ import annotations
 
 import logging
 
+from celery import shared_task
+
+from cogitator_memory import background
+from cogitator_memory.background import Work
 from cogitator_memory.embeddings import message_index
 from cogitator_memory.exceptions import EmbeddingServiceError
 from cogitator_memory.items import vectors as item_vectors
 from cogitator_memory.tasks.retries import retried_task
-from cogitator_memory.threads.models import Entry
 
 logger = logging.getLogger(__name__)
 
 
-@retried_task(EmbeddingServiceError, ignore_result=True)
+# Acknowledged late: a worker lost mid-batch leaves the message to another (and the
+# batch's lease to the sweeper). No Celery retries: the pending rows hold the tries.
+@shared_task(acks_late=True, ignore_result=True)
 def embed_entries_task(entry_ids: list[str]) -> int:
-    """Embed the entries that still exist into the message index, with the entries added
-    after them, to any thread, that wait for their own tasks
-    (``message_index.index_new_entries``: one provider call for the lot), skipping those
-    that already have a vector there (a redelivered task embeds nothing twice). Returns
-    how many were embedded."""
-    # Most tasks of a burst find that an earlier task's batch took their entries: one
-    # read tells them so.
-    if message_index.all_indexed(entry_ids):
-        return 0
-    present = list(Entry.objects.filter(pk__in=entry_ids).values_list("pk", flat=True))
-    if len(present) < len(set(entry_ids)):
-        logger.info("Not embedding %d entries that are gone.", len(set(entry_ids)) - len(present))
-    if not present:
-        return 0
-    return message_index.index_new_entries(present)
+    """Embed a batch of the entries waiting for a vector, these first. Returns how many
+    were embedded."""
+    return message_index.index_new_entries(entry_ids)
 
 
 @retried_task(EmbeddingServiceError, ignore_result=True)
@@ -47,3 +40,6 @@ def embed_items_task(item_ids: list[str]) -> int:
     are skipped, and a redelivered task embeds nothing twice. Returns how many were
     embedded."""
     return item_vectors.embed_items(item_ids)
+
+
+background.offer(Work.EMBED_ENTRIES, embed_entries_task)

@@ -1,67 +1,50 @@
-"""Extraction of memory items in the background.
+"""Extraction of memory items in the background: the task of an ``ExtractionRun``.
 
-``extract_thread_task`` takes a thread id and calls ``extract_thread``: each window of the
-branch is read once whatever the number of deliveries (the windows' natural key), so the
-task is acknowledged late and retried with backoff when the model fails.
-``schedule_extraction`` enqueues it a while after new entries (``DEBOUNCE_SECONDS``),
-once per thread and while, so a burst of entries is read in one run.
+``extract_thread_task`` takes the thread's id and its run's id, claims the run
+(``jobs.run_job``: one worker at a time, under a lease) and calls ``extract_thread``:
+each window of the branch is read once whatever the number of deliveries (the windows'
+natural key, written with the window's items), so a redelivered or retried task adds
+nothing. A model that fails, or a database busy for a moment, puts the run back in the
+queue after a backoff (dead after ``JOBS["MAX_ATTEMPTS"]`` tries). The run is queued by a
+request through the API or, after new turns, by ``items.runs.schedule_extraction``.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
-from django.core.cache import cache
+from celery import shared_task
 
 from cogitator_memory import background
 from cogitator_memory.background import Work
-from cogitator_memory.conf import memory_settings
 from cogitator_memory.exceptions import ExtractionAnswerError, LLMError, ThreadNotFound
+from cogitator_memory.items.models import ExtractionRun
 from cogitator_memory.items.runs import RunRecorder
+from cogitator_memory.items.runs import schedule_extraction as schedule_extraction
 from cogitator_memory.items.thread_windows import extract_thread
-from cogitator_memory.jobs import public_error
-from cogitator_memory.tasks.retries import retried_task, retry_errors
+from cogitator_memory.jobs import JobRecorder, run_job
+from cogitator_memory.tasks.retries import retry_errors
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["extract_thread_task", "schedule_extraction"]
 
-PENDING_KEY = "cogitator_memory:extraction-pending:{thread_id}"
-
-
 # What a later try may get past: the model failing, a database busy for a moment.
 RETRIED = retry_errors(LLMError, ExtractionAnswerError)
 
+NOTHING = {"windows": 0, "skipped": 0, "calls": 0, "items": 0}
 
-# Safe to run again: each window of the branch is read once (the windows' natural key).
-@retried_task(*RETRIED, bind=True)
-def extract_thread_task(self, thread_id: str, run_id: str | None = None) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    """Extract the thread's unread windows; returns what the run did. With ``run_id``
-    (an extraction asked for through the API), its ``ExtractionRun`` row follows along."""
-    cache.delete(PENDING_KEY.format(thread_id=thread_id))
-    run = RunRecorder(run_id)
-    run.started(attempt=self.request.retries + 1)
 
-    def progress(done: int, total: int) -> None:
-        self.update_state(state="PROGRESS", meta={"done": done, "total": total})
-        run.progress(done, total)
-
+def _extract(run: ExtractionRun, recorder: JobRecorder[ExtractionRun]) -> dict[str, int]:
+    assert isinstance(recorder, RunRecorder)
     try:
-        done = extract_thread(thread_id, progress=progress)
+        done = extract_thread(run.thread_id, progress=recorder.progress)
     except ThreadNotFound:
         # Its runs went with it.
-        logger.info("Not extracting thread %s: it is gone.", thread_id)
-        return {"windows": 0, "skipped": 0, "calls": 0, "items": 0}
-    except RETRIED as exc:
-        if self.request.retries >= self.max_retries:
-            run.failed(public_error(exc))
-        else:
-            run.retrying(exc)
-        raise
-    except Exception as exc:
-        run.failed(public_error(exc))
-        raise
-    run.done(done)
+        logger.info("Not extracting thread %s: it is gone.", run.thread_id)
+        return NOTHING
+    recorder.done(done)
     return {
         "windows": done.windows,
         "skipped": done.skipped,
@@ -70,14 +53,26 @@ def extract_thread_task(self, thread_id: str, run_id: str | None = None) -> dict
     }
 
 
-def schedule_extraction(thread_id: str) -> bool:
-    """Enqueue the thread's extraction after ``DEBOUNCE_SECONDS``, unless one is pending.
-    Returns whether it enqueued."""
-    delay = int(memory_settings.EXTRACTION["DEBOUNCE_SECONDS"])
-    if not cache.add(PENDING_KEY.format(thread_id=thread_id), True, timeout=delay + 60):
-        return False
-    extract_thread_task.apply_async(args=(thread_id,), countdown=delay)
-    return True
+# Acknowledged late: a worker lost mid-run leaves the message to another (and the run's
+# lease to the sweeper). No Celery retries: the run's row holds the tries.
+@shared_task(acks_late=True, ignore_result=True)
+def extract_thread_task(thread_id: str, run_id: str | None = None) -> dict[str, Any]:
+    """Extract the thread's unread windows for the run ``run_id``; returns what the run
+    did (nothing when another worker has the run, or it is closed). Without a run (a
+    call of its own), extracts at once."""
+    if run_id is None:
+        try:
+            done = extract_thread(thread_id)
+        except ThreadNotFound:
+            return NOTHING
+        return {
+            "windows": done.windows,
+            "skipped": done.skipped,
+            "calls": done.calls,
+            "items": done.items,
+        }
+    result = run_job(RunRecorder, run_id, _extract, retry_on=RETRIED)
+    return result if result is not None else NOTHING
 
 
 background.offer(Work.EXTRACT_THREAD, extract_thread_task)

@@ -1,14 +1,15 @@
-"""What enqueues the app's tasks: receivers of the change signals.
+"""What wakes the app's tasks: receivers of the change signals (sent on commit).
 
-A new message or tool result is embedded into the message index by
-``embed_entries_task``, and a memory item written by ``embed_items_task`` (both when an
-embedding provider is configured); a thread that crosses
-its compaction threshold gets a compaction run (``schedule_compaction``, when
-``COMPACTION["ENABLED"]``). Removing the vectors of
-entries that go is not done here: the thread services do it in the transaction of the
-change (``dependents.forget_entries``). A task that cannot be enqueued (the broker is down,
-or, when tasks run eagerly, the provider failed) is logged and not raised: the write it
-follows has committed, and ``manage.py reindex_messages`` embeds what was missed.
+A new message or tool result got a pending vector in the transaction that added it
+(``EntryVectors.entries_added``); here its task is published (``embed_entries_task``),
+and a memory item written is embedded by ``embed_items_task`` (both when an embedding
+provider is configured). A thread with new turns gets an extraction run claimed
+``DEBOUNCE_SECONDS`` later (``schedule_extraction``, when ``EXTRACTION["ENABLED"]``), and
+one that crosses its compaction threshold a compaction run (``schedule_compaction``, when
+``COMPACTION["ENABLED"]``). Removing the vectors of entries that go is not done here: the
+thread services do it in the transaction of the change (``dependents.forget_entries``).
+A broker that is down is logged and not raised: the write it follows has committed, and
+its job of record is published again by the sweeper.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from django.dispatch import receiver
 from cogitator_memory import signals
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.embeddings.message_index import is_indexable, message_index_enabled
+from cogitator_memory.embeddings.models import PendingVector
+from cogitator_memory.items.runs import schedule_extraction
+from cogitator_memory.jobs import publish
 from cogitator_memory.tasks.compaction import schedule_compaction
-from cogitator_memory.tasks.embeddings import embed_entries_task, embed_items_task
-from cogitator_memory.tasks.extraction import schedule_extraction
+from cogitator_memory.tasks.embeddings import embed_items_task
 from cogitator_memory.threads.models import CONVERSATION_TYPES, Entry
 
 logger = logging.getLogger(__name__)
@@ -37,8 +40,8 @@ def extract_after_new_entries(sender: Any, *, entry: Entry, **kwargs: Any) -> No
         schedule_extraction(entry.thread_id)
     except Exception:
         logger.exception(
-            "Could not schedule the extraction of thread %s; manage.py extract_items "
-            "reads what was missed.",
+            "Could not schedule the extraction of thread %s; the next turn, or manage.py "
+            "extract_items, reads what was missed.",
             entry.thread_id,
         )
 
@@ -61,12 +64,10 @@ def index_added_entry(sender: Any, *, entry: Entry, **kwargs: Any) -> None:
     if not (message_index_enabled() and is_indexable(entry)):
         return
     try:
-        embed_entries_task.delay([entry.pk])
+        publish(PendingVector, [entry.pk])
     except Exception:
         logger.exception(
-            "Could not run %s for entry %s; the message index misses it until "
-            "manage.py reindex_messages runs.",
-            embed_entries_task.name,
+            "Could not embed entry %s now; its pending vector is taken by a later batch.",
             entry.pk,
         )
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from cogitator_memory.items.models import ExtractionRun, MemoryItem, RunStatus
-from cogitator_memory.items.runs import ENQUEUE_FAILED, LOST
+from cogitator_memory.jobs import sweep
 from cogitator_memory.tasks.extraction import extract_thread_task
 from tests.api.conftest import API, Conversation, assert_error, token_client
 
@@ -144,7 +144,7 @@ def through_a_broker() -> Iterator[None]:
         conf.task_always_eager = True
 
 
-def test_a_queue_that_refuses_the_task_fails_the_run_and_frees_the_thread(
+def test_a_queue_that_refuses_the_task_keeps_the_run_queued_for_the_sweeper(
     through_a_broker: None,
     client: APIClient,
     conversation: Conversation,
@@ -157,35 +157,77 @@ def test_a_queue_that_refuses_the_task_fails_the_run_and_frees_the_thread(
     )
     # when
     with refused, django_capture_on_commit_callbacks(execute=True):
-        run_id = extract(client, conversation).json()["id"]
-    # then
-    run = client.get(f"{API}/extractions/{run_id}/").json()
-    assert (run["status"], run["error"]) == ("failed", ENQUEUE_FAILED)
-    assert extract(client, conversation).json()["id"] != run_id
+        response = extract(client, conversation)
+    # then the request is answered, and the run waits, not yet published
+    assert response.status_code == 202
+    run_id = response.json()["id"]
+    run = ExtractionRun.objects.get(pk=run_id)
+    assert (run.status, run.published_at) == (RunStatus.QUEUED, None)
+    # and a second request joins it rather than queueing another
+    assert extract(client, conversation).json()["id"] == run_id
+    # when the broker is back, the sweeper publishes it
+    with mock.patch.object(extract_thread_task, "apply_async") as sent:
+        assert sweep() == {"extraction runs": 1}
+    assert sent.call_args.kwargs["kwargs"] == {"run_id": run_id}
+    assert ExtractionRun.objects.get(pk=run_id).published_at is not None
+    # and a sweep soon after sends nothing again
+    with mock.patch.object(extract_thread_task, "apply_async") as sent:
+        assert sweep() == {}
+    sent.assert_not_called()
 
 
-def test_a_run_silent_for_an_hour_is_taken_as_lost(
-    client: APIClient, conversation: Conversation, model: None
+def test_a_run_past_its_lease_is_taken_again_by_the_next_worker(
+    through_a_broker: None, client: APIClient, conversation: Conversation, model: None
 ) -> None:
-    # given a run whose worker went away
-    lost = extract(client, conversation).json()["id"]
+    # given a run whose worker went away while it ran
+    with mock.patch.object(extract_thread_task, "apply_async"):
+        lost = extract(client, conversation).json()["id"]
     ExtractionRun.objects.filter(pk=lost).update(
-        status=RunStatus.RUNNING, updated_at=timezone.now() - timedelta(hours=2)
+        status=RunStatus.RUNNING,
+        attempts=1,
+        lease_until=timezone.now() - timedelta(seconds=1),
     )
-    # when
-    fresh = extract(client, conversation).json()
-    # then
-    assert fresh["id"] != lost and fresh["status"] == "queued"
-    old = client.get(f"{API}/extractions/{lost}/").json()
-    assert (old["status"], old["error"]) == ("failed", LOST)
+    # when the sweeper wakes a worker for it
+    with mock.patch.object(extract_thread_task, "apply_async") as sent:
+        assert sweep() == {"extraction runs": 1}
+    extract_thread_task(*sent.call_args.kwargs["args"], **sent.call_args.kwargs["kwargs"])
+    # then the run is done, on its second attempt
+    run = client.get(f"{API}/extractions/{lost}/").json()
+    assert (run["status"], run["attempts"], run["items_written"]) == ("done", 2, 1)
 
 
-def test_the_database_keeps_one_open_run_per_thread(conversation: Conversation) -> None:
+def test_a_run_whose_worker_is_lost_every_time_is_dead_after_its_attempts(
+    through_a_broker: None, conversation: Conversation, model: None
+) -> None:
+    # given a run claimed three times, its worker lost each time
+    run = ExtractionRun.objects.create(
+        thread=conversation.thread,
+        status=RunStatus.RUNNING,
+        attempts=3,
+        lease_until=timezone.now() - timedelta(seconds=1),
+    )
+    # when a worker gets its message again
+    result = extract_thread_task(conversation.thread_id, run_id=run.pk)
+    # then it does not run it: the run is dead, and says why
+    run.refresh_from_db()
+    assert result["windows"] == 0
+    assert run.status == RunStatus.DEAD
+    assert run.error == "Given up after 3 attempts. Its worker was lost while it ran."
+    assert not MemoryItem.objects.exists()
+
+
+def test_the_database_keeps_one_queued_and_one_running_run_per_thread(
+    conversation: Conversation,
+) -> None:
     ExtractionRun.objects.create(thread=conversation.thread)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        ExtractionRun.objects.create(thread=conversation.thread)
+    ExtractionRun.objects.create(thread=conversation.thread, status=RunStatus.RUNNING)
     with pytest.raises(IntegrityError), transaction.atomic():
         ExtractionRun.objects.create(thread=conversation.thread, status=RunStatus.RUNNING)
     ExtractionRun.objects.create(thread=conversation.thread, status=RunStatus.DONE)
-    assert ExtractionRun.objects.count() == 2
+    ExtractionRun.objects.create(thread=conversation.thread, status=RunStatus.DEAD)
+    assert ExtractionRun.objects.count() == 4
 
 
 def test_a_thread_of_a_user_outside_the_grant_is_a_404(

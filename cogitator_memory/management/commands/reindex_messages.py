@@ -40,7 +40,8 @@ class Command(BaseCommand):
         "threads (--agent) or of every thread (--all) into the message index, replacing "
         "their vectors. With --checkpoint FILE the last entry done is recorded after each "
         "batch, and a run stopped part way continues after it when started again with the "
-        "same scope and file. --prune first deletes the vectors whose source is gone "
+        "same scope and file. --missing embeds only the entries without a vector. "
+        "--prune first deletes the vectors whose source is gone "
         "(entries deleted or redacted, memory items purged; it needs no embedding provider, "
         "and may be given alone)."
     )
@@ -55,6 +56,12 @@ class Command(BaseCommand):
             action="store_true",
             help="Delete the vectors whose source is gone: entries deleted or redacted, memory "
             "items purged (every thread).",
+        )
+        parser.add_argument(
+            "--missing",
+            action="store_true",
+            help="Embed only the entries that have no vector in the message index (written "
+            "while it was off, or whose pending vector is dead); the others keep theirs.",
         )
         parser.add_argument(
             "--batch-size",
@@ -106,7 +113,11 @@ class Command(BaseCommand):
 
         try:
             result = message_index.reindex(
-                **scope, batch_size=batch_size, resume_from=resume_from, progress=report
+                **scope,
+                batch_size=batch_size,
+                resume_from=resume_from,
+                progress=report,
+                only_missing=bool(options["missing"]),
             )
         except (EmbeddingServiceError, KeyboardInterrupt) as error:
             raise CommandError(self._stopped_message(error, checkpoint)) from error
