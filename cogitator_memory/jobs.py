@@ -391,9 +391,11 @@ def claim(model: type[RecordT], job_id: Any) -> RecordT | None:
                     updated_at=now,
                 )
         except IntegrityError:
-            # Another run of its thread is running: this one waits for it.
+            # Another run of its thread is running: this one waits for it (run eagerly,
+            # for the next request of the thread, which publishes it again).
             manager.filter(pk=job.pk).update(run_after=now + BUSY_WAIT, updated_at=now)
-            publish_on_commit(model, [job.pk])
+            if not eager:
+                publish_on_commit(model, [job.pk])
             return None
         if not taken:
             return None
@@ -458,6 +460,9 @@ def request_run(
         policy.require_write(grants, thread.agent_id, thread.user_id)
         queued = _queued_run(model, thread)
         if queued is not None:
+            if _stalled(queued, now):
+                # Its message may be lost (or, run eagerly, it waited for a running one).
+                publish_on_commit(model, [queued.pk])
             return queued, False
         try:
             with transaction.atomic():
@@ -471,6 +476,13 @@ def request_run(
             return joined, False
         publish_on_commit(model, [run.pk])
     return run, True
+
+
+def _stalled(job: JobRecord, now: datetime) -> bool:
+    """Whether a queued job is due and was not published within REPUBLISH_AFTER_SECONDS."""
+    if job.run_after > now:
+        return False
+    return job.published_at is None or job.published_at <= now - job_settings().republish_after
 
 
 def _queued_run(model: type[RunT], thread: Thread) -> RunT | None:

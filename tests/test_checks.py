@@ -320,6 +320,12 @@ GOOD_VALUES = [
     ("KEYWORDS", "CACHE_POSTINGS", 50_000_000),
     ("RECALL", "RERANKER_PATH", None),
     ("RECALL", "RERANKER_PATH", "/models/ms-marco-MiniLM-L-6-v2"),
+    ("JOBS", "MAX_ATTEMPTS", 1),
+    ("JOBS", "MAX_ATTEMPTS", 100),
+    ("JOBS", "LEASE_SECONDS", 30),
+    ("JOBS", "RETRY_DELAY_SECONDS", 0),
+    ("JOBS", "RETRY_FACTOR", 1.5),
+    ("JOBS", "REPUBLISH_AFTER_SECONDS", 300),
 ]
 
 
@@ -493,6 +499,11 @@ BAD_VALUES = [
     ("KEYWORDS", "CACHE_POSTINGS", -1, "E004", "must be 0 or more, not -1"),
     ("KEYWORDS", "CACHE_POSTINGS", 1.5, "E002", "must be an int, not float"),
     ("RECALL", "RERANKER_PATH", "", "E006", "must be None or a non-empty str, not ''"),
+    ("JOBS", "MAX_ATTEMPTS", 0, "E004", "must be between 1 and 100, not 0"),
+    ("JOBS", "LEASE_SECONDS", 0, "E004", "must be greater than 0, not 0"),
+    ("JOBS", "RETRY_DELAY_SECONDS", -1, "E004", "must be 0 or more, not -1"),
+    ("JOBS", "RETRY_FACTOR", 0, "E004", "must be greater than 0, not 0"),
+    ("JOBS", "REPUBLISH_AFTER_SECONDS", "soon", "E002", "must be an int, not str"),
 ]
 
 

@@ -55,6 +55,8 @@ DERIVED: dict[str, tuple[str, ...]] = {
     # Payloads name the entries and items whose vectors a store outside the database
     # must delete: the forgetting itself, carried out and then deleted.
     "OutboxMessage": ("payload",),
+    # An entry waiting for its vector: goes with it, and when it is redacted.
+    "PendingVector": ("entry", "error"),
 }
 
 # model -> why it holds no entry id and no text derived from entries.

@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 from cogitator_memory.access.models import Grant
 from cogitator_memory.cascade import services as cascade_services
 from cogitator_memory.cascade.models import ForgetRun
-from cogitator_memory.cascade.runs import run_forget
+from cogitator_memory.cascade.runs import ForgetRecorder, run_forget
 from cogitator_memory.exceptions import NoGrant
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import ItemStatus, MemoryItem
@@ -428,24 +428,23 @@ def test_a_run_whose_person_lost_the_grant_fails_and_forgets_nothing(
     assert Thread.objects.filter(user_id="ana").exists()
 
 
-def test_the_task_reports_progress_as_task_state_and_on_the_run(
-    world: World, forgetter: Callable[..., Principal]
-):
+def test_the_task_reports_progress_on_the_run(world: World, forgetter: Callable[..., Principal]):
     # given
     person = forgetter({AGENT: None})
     run_id = forget(person, "ana").json()["id"]
-    states: list[tuple[str, dict[str, int]]] = []
+    steps: list[tuple[int, int]] = []
+    report = ForgetRecorder.progress
+
+    def noted(self: ForgetRecorder, done: int, total: int, counts: dict[str, Any]) -> None:
+        steps.append((done, total))
+        report(self, done, total, counts)
+
     # when
-    with mock.patch.object(
-        forget_user_task,
-        "update_state",
-        side_effect=lambda state, meta: states.append((state, meta)),
-    ):
+    with mock.patch.object(ForgetRecorder, "progress", noted):
         result = forget_user_task.apply(kwargs={"run_id": run_id}, throw=True).get()
-    # then PROGRESS from 0 to the total, one step per batch
-    assert {state for state, _meta in states} == {"PROGRESS"}
-    dones = [meta["done"] for _state, meta in states]
-    total = states[-1][1]["total"]
+    # then from 0 to the total, one step per batch
+    dones = [done for done, _total in steps]
+    total = steps[-1][1]
     assert dones == list(range(total + 1))
     run = ForgetRun.objects.get(pk=run_id)
     assert (run.status, run.done, run.total) == (RunStatus.DONE, total, total)

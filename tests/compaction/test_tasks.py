@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from cogitator_memory.compaction.models import CompactionRun
 from cogitator_memory.compaction.runs import request_compaction
+from cogitator_memory.jobs import claim
 from cogitator_memory.llm import registry
 from cogitator_memory.llm.scripted import ScriptedModel
 from cogitator_memory.tasks.compaction import compact_thread
@@ -76,15 +79,25 @@ def test_a_redelivered_task_does_nothing(model: ScriptedModel, settings: Any) ->
     # when the same task is delivered again
     result = compact_thread.apply(args=(thread.pk,), kwargs={"run_id": run.pk}).get()
     # then nothing more was written
-    assert result == {"compaction_entry_id": None, "redelivered": True}
+    assert result == {"compaction_entry_id": None}
     assert Entry.objects.filter(type="compaction").count() == 1
     # and a run without a record finds the thread below its threshold
     assert compact_thread.apply(args=(thread.pk,)).get() == {"compaction_entry_id": None}
 
 
-def test_a_second_request_while_one_is_open_joins_it(model: ScriptedModel, settings: Any) -> None:
+def test_a_request_while_one_runs_queues_the_next_which_later_requests_join(
+    model: ScriptedModel, settings: Any
+) -> None:
     settings.COGITATOR_MEMORY = {**settings.COGITATOR_MEMORY, "COMPACTION": DISABLED}
     thread = services.create_thread("concierge", thread_id="joined")
-    open_run = CompactionRun.objects.create(thread=thread, status="running")
-    run, created = request_compaction(thread.pk)
-    assert (run.pk, created) == (open_run.pk, False)
+    running = CompactionRun.objects.create(
+        thread=thread, status="running", lease_until=timezone.now() + timedelta(hours=1)
+    )
+    queued, created = request_compaction(thread.pk)
+    assert created and queued.pk != running.pk and queued.status == "queued"
+    joined, created = request_compaction(thread.pk)
+    assert (joined.pk, created) == (queued.pk, False)
+    # and its claim waits for the running one
+    assert claim(CompactionRun, queued.pk) is None
+    queued.refresh_from_db()
+    assert queued.status == "queued" and queued.attempts == 0

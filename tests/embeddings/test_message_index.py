@@ -11,22 +11,26 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
+from unittest import mock
 
 import pytest
 from django.db import transaction
 from django.test import override_settings
+from django.utils import timezone
 
+from cogitator_memory.conf import memory_settings
 from cogitator_memory.embeddings import message_index
 from cogitator_memory.embeddings.message_index import (
     MAX_TEXT_CHARS,
     MessageIndexOff,
     ReindexProgress,
 )
+from cogitator_memory.embeddings.models import PendingVector
 from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.embeddings.types import NewEmbedding, StoredEmbedding
 from cogitator_memory.exceptions import EmbeddingServiceError, InvalidInput, ThreadNotFound
+from cogitator_memory.jobs import RunStatus
 from cogitator_memory.tasks.embeddings import embed_entries_task
-from cogitator_memory.tasks.retries import TASK_MAX_RETRIES
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Entry, Thread
 from tests.embeddings.fakes import HASH_EMBEDDINGS, HashEmbeddings, hash_vector
@@ -311,47 +315,68 @@ def test_deleting_a_thread_deletes_the_vectors_of_its_entries(
 
 
 @pytest.fixture
-def eager_retries() -> Iterator[None]:
-    """Eager tasks that keep their errors, as a worker does, so that they can retry
-    (an eager task that propagates its error raises on its first retry)."""
+def through_a_broker() -> Iterator[list[dict[str, Any]]]:
+    """Tasks sent as to a worker (recorded here, not run), so that a failed try waits in
+    the queue as it does in production: what each send was given."""
     conf = embed_entries_task.app.conf
-    propagates = conf.task_eager_propagates
-    conf.task_eager_propagates = False
-    yield
-    conf.task_eager_propagates = propagates
+    conf.task_always_eager = False
+    sent: list[dict[str, Any]] = []
+    with mock.patch.object(
+        embed_entries_task, "apply_async", side_effect=lambda **kwargs: sent.append(kwargs)
+    ):
+        try:
+            yield sent
+        finally:
+            conf.task_always_eager = True
 
 
-def test_the_embed_task_retries_when_the_provider_fails(
-    hash_embeddings: type[HashEmbeddings], eager_retries: None
+def test_the_embed_task_puts_a_batch_back_when_the_provider_fails(
+    hash_embeddings: type[HashEmbeddings], through_a_broker: list[Any]
 ) -> None:
-    # given
+    # given an entry waiting for its vector, and a provider failing once
     entry = EntryFactory(content="Try again")
+    PendingVector.objects.create(entry=entry)
     hash_embeddings.fail_on(1)
-    # when
-    result = embed_entries_task.apply(args=[[entry.id]])
-    # then
-    assert result.get() == 1
+    # when its task runs
+    assert embed_entries_task.apply(args=[[entry.id]]).get() == 0
+    # then the entry waits again, for later, with the error, and a task is sent for then
+    pending = PendingVector.objects.get(pk=entry.id)
+    assert (pending.status, pending.attempts) == (RunStatus.QUEUED, 1)
+    assert pending.run_after > timezone.now()
+    assert pending.error.startswith("embedding_service_failed: The embedding service failed")
+    assert through_a_broker and through_a_broker[-1]["args"] == ([entry.id],)
+    assert vectors_of(entry.id) == []
+    # when the next try comes
+    PendingVector.objects.filter(pk=entry.id).update(run_after=timezone.now())
+    assert embed_entries_task.apply(args=[[entry.id]]).get() == 1
+    # then it is embedded and waits no more
     assert hash_embeddings.calls == [["Try again"], ["Try again"]]
     assert len(vectors_of(entry.id)) == 1
+    assert not PendingVector.objects.filter(pk=entry.id).exists()
 
 
-def test_the_embed_task_gives_up_after_its_last_retry(
-    hash_embeddings: type[HashEmbeddings], eager_retries: None
+def test_the_embed_task_gives_up_after_the_last_attempt(
+    hash_embeddings: type[HashEmbeddings], through_a_broker: list[Any]
 ) -> None:
     # given
     entry = EntryFactory(content="Never embedded")
-    for call in range(1, TASK_MAX_RETRIES + 3):
+    PendingVector.objects.create(entry=entry)
+    attempts = int(memory_settings.JOBS["MAX_ATTEMPTS"])
+    for call in range(1, attempts + 2):
         hash_embeddings.fail_on(call)
-    # when
-    result = embed_entries_task.apply(args=[[entry.id]])
-    # then
-    assert result.failed()
-    assert str(result.result) == "hash embeddings failed (HTTP 503): unavailable"
-    assert len(hash_embeddings.calls) == 1 + TASK_MAX_RETRIES
+    # when every try fails
+    for _ in range(attempts + 1):
+        PendingVector.objects.filter(pk=entry.id).update(run_after=timezone.now())
+        embed_entries_task.apply(args=[[entry.id]]).get()
+    # then it is dead after its attempts, not tried again, and has no vector
+    pending = PendingVector.objects.get(pk=entry.id)
+    assert (pending.status, pending.attempts) == (RunStatus.DEAD, attempts)
+    assert pending.error.startswith(f"Given up after {attempts} attempts.")
+    assert len(hash_embeddings.calls) == attempts
     assert vectors_of(entry.id) == []
 
 
-def test_a_provider_that_fails_leaves_the_entry_written_and_logs_why(
+def test_a_provider_that_fails_leaves_the_entry_written_and_waiting(
     thread: Thread,
     committed: Callable[[], Any],
     hash_embeddings: type[HashEmbeddings],
@@ -360,16 +385,15 @@ def test_a_provider_that_fails_leaves_the_entry_written_and_logs_why(
     # given
     hash_embeddings.fail_on(1)
     # when
-    with caplog.at_level(logging.ERROR, logger="cogitator_memory.tasks.triggers"):
+    with caplog.at_level(logging.WARNING, logger="cogitator_memory"):
         entry = add_message(committed, thread.id, "Not embedded now")
-    # then
+    # then the entry is written, has no vector, and its pending vector says why
     assert Entry.objects.filter(pk=entry.id).exists()
     assert vectors_of(entry.id) == []
-    [record] = caplog.records
-    assert record.getMessage() == (
-        "Could not run cogitator_memory.tasks.embeddings.embed_entries_task for entry "
-        f"{entry.id}; the message index misses it until manage.py reindex_messages runs."
-    )
+    pending = PendingVector.objects.get(pk=entry.id)
+    assert pending.status == RunStatus.FAILED
+    assert pending.error.startswith("embedding_service_failed:")
+    assert any("Embedding 1 entries failed" in r.getMessage() for r in caplog.records)
 
 
 def test_the_embed_task_embeds_nothing_for_entries_that_are_gone(

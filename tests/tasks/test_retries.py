@@ -1,23 +1,26 @@
-"""One retry policy for every task of the app."""
+"""One retry policy for every task of the app: the tasks of jobs of record retry through
+their rows (``tests/tasks/test_jobs_of_record.py``), the others through Celery with the
+same kind of backoff."""
 
 from __future__ import annotations
 
 from django.db import OperationalError
 
-from cogitator_memory.exceptions import EmbeddingServiceError, ExtractionAnswerError, LLMError
+from cogitator_memory.exceptions import EmbeddingServiceError
 from cogitator_memory.tasks.compaction import compact_thread
 from cogitator_memory.tasks.context import note_retrieved_task
 from cogitator_memory.tasks.embeddings import embed_entries_task, embed_items_task
 from cogitator_memory.tasks.extraction import extract_thread_task
+from cogitator_memory.tasks.forgetting import forget_user_task
 from cogitator_memory.tasks.retries import TASK_MAX_RETRIES, TASK_RETRY_BACKOFF_MAX
 
 RETRIED_TASKS = {
-    extract_thread_task: (LLMError, ExtractionAnswerError),
-    compact_thread: (LLMError,),
-    embed_entries_task: (EmbeddingServiceError,),
     embed_items_task: (EmbeddingServiceError,),
     note_retrieved_task: (),
 }
+# Their rows hold their tries: Celery retries none of them, and each is acknowledged
+# after it ran.
+JOB_TASKS = (extract_thread_task, compact_thread, embed_entries_task, forget_user_task)
 
 
 def test_every_retried_task_waits_out_a_busy_database_and_its_own_failures_alike() -> None:
@@ -31,3 +34,10 @@ def test_every_retried_task_waits_out_a_busy_database_and_its_own_failures_alike
 def test_tasks_are_acknowledged_after_they_ran_except_a_retrieval_count() -> None:
     for task in RETRIED_TASKS:
         assert task.acks_late is (task is not note_retrieved_task), task.name
+
+
+def test_the_tasks_of_jobs_of_record_leave_their_retries_to_their_rows() -> None:
+    for task in JOB_TASKS:
+        assert not getattr(task, "autoretry_for", ()), task.name
+        assert task.acks_late is True, task.name
+        assert task.ignore_result is True, task.name
