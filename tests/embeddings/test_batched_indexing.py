@@ -1,9 +1,10 @@
 """The message index embeds in batches: the entries waiting for their tasks go to the
 provider in one call and to the store in one write, and a re-index page likewise.
 
-The tasks of new entries are held back here (the trigger's ``delay`` records the ids)
-and then run one after the other, as a worker drains a queue that filled while it was
-busy.
+The tasks of new entries are held back here (the trigger's send records the ids) and
+then run one after the other, as a worker drains a queue that filled while it was busy.
+Each takes a batch of the pending vectors: its own entries first, then those waiting
+longest, in any thread.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from cogitator_memory.embeddings import message_index
+from cogitator_memory.embeddings.models import PendingVector
 from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.embeddings.types import EmbeddingFilter, StoredEmbedding
 from cogitator_memory.grants import Grants
@@ -43,7 +45,9 @@ def queued(django_capture_on_commit_callbacks: Any) -> Iterator[list[list[str]]]
     """The entry ids of the tasks the trigger enqueued, not run yet."""
     ids: list[list[str]] = []
     with mock.patch.object(
-        embed_entries_task, "delay", side_effect=lambda entry_ids: ids.append(entry_ids)
+        embed_entries_task,
+        "apply_async",
+        side_effect=lambda args, **kwargs: ids.append(list(args[0])),
     ):
         yield ids
 
@@ -195,11 +199,11 @@ def test_a_batch_across_threads_holds_at_most_batch_size_entries_oldest_first(
     with override_settings(COGITATOR_MEMORY={"EMBEDDINGS": {**HASH_EMBEDDINGS, "BATCH_SIZE": 3}}):
         embedded = drain(queued)
     # then
-    assert embedded == [3, 0, 0, 3, 0, 0, 1]
+    assert embedded == [3, 3, 1, 0, 0, 0, 0]
     assert texts_per_call(hash_embeddings) == [["a1", "a2", "b1"], ["a3", "b2", "b3"], ["a4"]]
 
 
-def test_a_batch_takes_no_entry_created_before_its_own(
+def test_a_batch_takes_its_own_entries_first_then_those_waiting_longest(
     django_capture_on_commit_callbacks: Any,
     queued: list[list[str]],
     hash_embeddings: type[HashEmbeddings],
@@ -207,35 +211,14 @@ def test_a_batch_takes_no_entry_created_before_its_own(
     # given
     services.create_thread("agent-1", thread_id="a")
     services.create_thread("agent-1", thread_id="b")
-    add_in_turn(django_capture_on_commit_callbacks, [("b", "older"), ("a", "a1"), ("b", "newer")])
-    older_task, *later_tasks = queued
-    # when
-    embedded = drain([*later_tasks, older_task])
-    # then
-    assert embedded == [2, 0, 1]
-    assert texts_per_call(hash_embeddings) == [["a1", "newer"], ["older"]]
-
-
-def test_a_batch_looks_at_most_twice_the_batch_size_past_its_entries_in_other_threads(
-    django_capture_on_commit_callbacks: Any,
-    queued: list[list[str]],
-    hash_embeddings: type[HashEmbeddings],
-) -> None:
-    # given
-    services.create_thread("agent-1", thread_id="a")
-    services.create_thread("agent-1", thread_id="b")
-    _, *embedded_already = add_in_turn(
-        django_capture_on_commit_callbacks, [("a", "a1"), *[("b", f"b{n}") for n in range(1, 5)]]
-    )
-    message_index.index_entries([entry.id for entry in embedded_already])
-    add_in_turn(django_capture_on_commit_callbacks, [("b", "b5")])
-    hash_embeddings.calls.clear()
-    # when
+    add_in_turn(django_capture_on_commit_callbacks, [("b", "older"), ("b", "newer"), ("a", "a1")])
+    *earlier_tasks, a1_task = queued
+    # when the task of a1 runs first
     with override_settings(COGITATOR_MEMORY={"EMBEDDINGS": {**HASH_EMBEDDINGS, "BATCH_SIZE": 2}}):
-        embedded = drain([queued[0], queued[-1]])
-    # then: a1's batch read a1, b1, b2 and b3, and left b5 to its own task
-    assert embedded == [1, 1]
-    assert hash_embeddings.calls == [["a1"], ["b5"]]
+        embedded = drain([a1_task, *earlier_tasks])
+    # then
+    assert embedded == [2, 1, 0]
+    assert texts_per_call(hash_embeddings) == [["a1", "older"], ["newer"]]
 
 
 def test_session_events_of_other_threads_take_no_place_in_a_batch(
@@ -278,7 +261,7 @@ def test_entries_given_an_earlier_created_at_are_batched_with_their_thread(
     assert texts_per_call(hash_embeddings) == [["first", "second", "third"]]
 
 
-def test_a_task_whose_entries_have_vectors_sends_nothing_while_other_threads_wait(
+def test_a_task_whose_entries_have_vectors_takes_the_entries_waiting_in_other_threads(
     django_capture_on_commit_callbacks: Any,
     queued: list[list[str]],
     hash_embeddings: type[HashEmbeddings],
@@ -291,10 +274,11 @@ def test_a_task_whose_entries_have_vectors_sends_nothing_while_other_threads_wai
     hash_embeddings.calls.clear()
     # when
     embedded = drain(queued[:1])
-    # then
-    assert embedded == [0]
-    assert hash_embeddings.calls == []
-    assert list(message_vectors(waiting.id)) == []
+    # then a1 is not sent again, and b1 is embedded
+    assert embedded == [1]
+    assert hash_embeddings.calls == [["b1"]]
+    assert list(message_vectors(waiting.id)) == [waiting.id]
+    assert not PendingVector.objects.exists()
 
 
 def test_entries_redacted_or_deleted_before_their_batch_runs_get_no_vector(
@@ -359,7 +343,7 @@ def test_a_batch_holds_at_most_batch_size_entries(
     with override_settings(COGITATOR_MEMORY={"EMBEDDINGS": {**HASH_EMBEDDINGS, "BATCH_SIZE": 2}}):
         embedded = drain(queued)
     # then
-    assert embedded == [2, 0, 2, 0, 1]
+    assert embedded == [2, 2, 1, 0, 0]
     assert [len(call) for call in hash_embeddings.calls] == [2, 2, 1]
 
 
@@ -396,21 +380,22 @@ def test_redelivered_tasks_of_a_batch_across_threads_send_nothing(
     assert len(hash_embeddings.calls) == 1
 
 
-def test_the_task_of_an_entry_a_batch_took_returns_after_one_read(
+def test_the_task_of_an_entry_a_batch_took_sends_nothing(
     django_capture_on_commit_callbacks: Any,
     queued: list[list[str]],
-    django_assert_num_queries: Any,
+    hash_embeddings: type[HashEmbeddings],
 ) -> None:
     # given
     services.create_thread("agent-1", thread_id="trip")
     add_messages(django_capture_on_commit_callbacks, "trip", ["one", "two"])
     first, second = queued
     drain([first])
+    hash_embeddings.calls.clear()
     # when
-    with django_assert_num_queries(1):
-        embedded = drain([second])
+    embedded = drain([second])
     # then
     assert embedded == [0]
+    assert hash_embeddings.calls == []
 
 
 def test_all_indexed_tells_whether_every_entry_has_a_message_vector(
