@@ -614,10 +614,11 @@ def due_jobs(model: type[JobRecord], now: datetime | None = None) -> models.Quer
     config = job_settings()
     now = now or timezone.now()
     quiet = now - config.republish_after
+    waiting = Q(status=RunStatus.QUEUED, run_after__lte=now) | Q(
+        status=RunStatus.RUNNING, lease_until__lte=now
+    )
     return model._default_manager.filter(
-        Q(status=RunStatus.QUEUED, run_after__lte=now)
-        & (Q(published_at__isnull=True) | Q(published_at__lte=quiet))
-        | Q(status=RunStatus.RUNNING, lease_until__lte=now)
+        waiting, Q(published_at__isnull=True) | Q(published_at__lte=quiet)
     )
 
 

@@ -4,7 +4,9 @@ Everything that differs between machines comes from the environment:
 
 - ``DATABASE_URL``: any URL dj-database-url reads; a SQLite file ``db.sqlite3`` when unset.
 - ``CELERY_BROKER_URL``: e.g. ``redis://127.0.0.1:6379/0``; when unset, tasks run eagerly
-  in the process that sends them.
+  in the process that sends them. ``CELERY_RESULT_BACKEND``: none unless set (the app
+  reads no task result). ``CELERY_VISIBILITY_TIMEOUT``: seconds before Redis hands an
+  unacknowledged task to another worker (7200).
 - ``DATABASE_PREPARE_THRESHOLD``: on PostgreSQL, runs after which a hot statement is
   prepared (5); ``off`` behind a pooler in transaction mode.
 - ``DJANGO_SECRET_KEY``, ``DJANGO_DEBUG``, ``DJANGO_ALLOWED_HOSTS``.
@@ -192,12 +194,38 @@ SPECTACULAR_SETTINGS = {
 
 # Celery: a Redis broker when CELERY_BROKER_URL is set, eager execution otherwise.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or None
-CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or CELERY_BROKER_URL
+# No result backend: the app reads no task result (each job's row is its record), and a
+# backend that defaults to the broker retries its connection for seconds when Redis is
+# down. Set CELERY_RESULT_BACKEND only for tasks of your own that return results.
+CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
+CELERY_TASK_IGNORE_RESULT = CELERY_RESULT_BACKEND is None
 CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL is None
 CELERY_TASK_EAGER_PROPAGATES = True
+# A task is acknowledged after it ran; a worker killed mid-task gives it back at once
+# (prefork) or after the visibility timeout; either way the job's lease decides who runs it.
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Sending a task never holds a request for long: a broker that does not answer within a
+# second or two is given up on (the job stays queued; the sweeper sends it later).
+CELERY_BROKER_CONNECTION_TIMEOUT = 2.0
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_PUBLISH_RETRY = True
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.5,
+    "interval_max": 0.5,
+}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    # Above the longest job (a job's lease is renewed by each step; a step is one model
+    # call), so Redis never hands a running task to a second worker; a lost worker's job
+    # is taken again through its lease by the sweeper long before this.
+    "visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "7200")),
+    "socket_connect_timeout": 2,
+    "socket_timeout": 5,
+    "max_connections": 20,
+}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
