@@ -262,6 +262,18 @@ COGITATOR_MEMORY: dict = {
             if (value := os.environ.get(f"COGITATOR_MEMORY_COMPACTION_{key}"))
         },
     },
+    # Jobs of record: attempts, lease, backoff ("JOBS"); the app's defaults unless set.
+    "JOBS": {
+        key: float(value) if key == "RETRY_FACTOR" else int(value)
+        for key in (
+            "MAX_ATTEMPTS",
+            "LEASE_SECONDS",
+            "RETRY_DELAY_SECONDS",
+            "RETRY_FACTOR",
+            "REPUBLISH_AFTER_SECONDS",
+        )
+        if (value := os.environ.get(f"COGITATOR_MEMORY_JOBS_{key}"))
+    },
 }
 
 LOGGING = {

@@ -319,16 +319,25 @@ def test_without_a_broker_the_celery_app_runs_tasks_eagerly() -> None:
     assert config["broker_url"] is None
 
 
-def test_with_a_broker_url_the_celery_app_uses_redis_for_tasks_and_results() -> None:
+def test_with_a_broker_url_the_celery_app_uses_redis_for_tasks_and_keeps_no_results() -> None:
     # when
     config = run_in_project(PRINT_CELERY_CONFIG, CELERY_BROKER_URL="redis://cache.internal:6379/2")
-    # then
+    # then: no result backend (the app reads no result; each job's row is its record)
     assert config == {
         "broker_url": "redis://cache.internal:6379/2",
-        "result_backend": "redis://cache.internal:6379/2",
+        "result_backend": None,
         "task_always_eager": False,
         "task_serializer": "json",
     }
+
+
+def test_a_result_backend_is_used_only_when_one_is_set() -> None:
+    config = run_in_project(
+        PRINT_CELERY_CONFIG,
+        CELERY_BROKER_URL="redis://cache.internal:6379/2",
+        CELERY_RESULT_BACKEND="redis://cache.internal:6379/3",
+    )
+    assert config["result_backend"] == "redis://cache.internal:6379/3"
 
 
 def test_a_worker_of_the_project_runs_a_task_sent_through_redis(tmp_path: Path) -> None:
@@ -349,6 +358,8 @@ def test_a_worker_of_the_project_runs_a_task_sent_through_redis(tmp_path: Path) 
             cwd=BASE_DIR,
             env=project_environment(
                 CELERY_BROKER_URL=ROUNDTRIP_BROKER_URL,
+                # Results only where a project asks for them (this test reads one).
+                CELERY_RESULT_BACKEND=ROUNDTRIP_BROKER_URL,
                 DATABASE_URL=f"sqlite:///{tmp_path / 'worker.sqlite3'}",
             ),
             stdin=subprocess.DEVNULL,

@@ -331,14 +331,17 @@ def through_a_broker() -> Iterator[list[dict[str, Any]]]:
 
 
 def test_the_embed_task_puts_a_batch_back_when_the_provider_fails(
-    hash_embeddings: type[HashEmbeddings], through_a_broker: list[Any]
+    hash_embeddings: type[HashEmbeddings],
+    through_a_broker: list[Any],
+    django_capture_on_commit_callbacks: Any,
 ) -> None:
     # given an entry waiting for its vector, and a provider failing once
     entry = EntryFactory(content="Try again")
     PendingVector.objects.create(entry=entry)
     hash_embeddings.fail_on(1)
     # when its task runs
-    assert embed_entries_task.apply(args=[[entry.id]]).get() == 0
+    with django_capture_on_commit_callbacks(execute=True):
+        assert embed_entries_task.apply(args=[[entry.id]]).get() == 0
     # then the entry waits again, for later, with the error, and a task is sent for then
     pending = PendingVector.objects.get(pk=entry.id)
     assert (pending.status, pending.attempts) == (RunStatus.QUEUED, 1)

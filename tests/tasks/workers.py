@@ -10,12 +10,13 @@ that queue instead of running them eagerly.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote, urlencode
@@ -23,6 +24,7 @@ from urllib.parse import quote, urlencode
 import pytest
 import redis
 from celery import Celery
+from django.conf import settings as django_settings
 from django.db import connection
 
 from project.celery import app as project_celery_app
@@ -64,11 +66,19 @@ def worker_database_url() -> str:
 
 
 class Worker:
-    """A running worker and where it reads its tasks."""
+    """A running worker, where it reads its tasks, and its process."""
 
-    def __init__(self, queue: str, log_path: Path) -> None:
+    def __init__(
+        self,
+        queue: str,
+        log_path: Path,
+        process: subprocess.Popen[bytes] | None = None,
+        broker_url: str = BROKER_URL,
+    ) -> None:
         self.queue = queue
         self.log_path = log_path
+        self.process = process
+        self.broker_url = broker_url
 
     def log(self) -> str:
         return self.log_path.read_text()
@@ -118,23 +128,34 @@ def redis_texts(url: str = BROKER_URL) -> dict[str, str]:
 
 
 @contextmanager
-def running_worker(folder: Path, name: str, settings: Mapping[str, str]) -> Iterator[Worker]:
+def running_worker(
+    folder: Path,
+    name: str,
+    settings: Mapping[str, str],
+    *,
+    queue: str | None = None,
+    broker_url: str = BROKER_URL,
+    include: Sequence[str] = (),
+    keep_queue: bool = False,
+) -> Iterator[Worker]:
     """A worker of the project with ``settings`` (environment variables) on a queue named
-    after ``name``; its log in ``folder``. Stopped, and its queue removed, afterwards."""
-    broker = redis.Redis.from_url(BROKER_URL, socket_timeout=2)
+    after ``name`` (or on ``queue``: a worker started again after another was killed),
+    reading ``broker_url``, with the modules of ``include`` imported; its log in
+    ``folder``. Stopped, and its queue removed (unless ``keep_queue``), afterwards."""
+    broker = redis.Redis.from_url(broker_url, socket_timeout=2)
     try:
         broker.ping()
     except redis.RedisError as error:
         pytest.fail(
-            f"Redis does not answer on 127.0.0.1:6379 ({error}); start it with "
+            f"Redis does not answer at {broker_url} ({error}); start it with "
             "scripts/ensure-redis.sh (as root) or: redis-server --daemonize yes --port 6379"
         )
-    queue = f"{name}-{uuid.uuid4().hex}"
-    log_path = folder / "worker.log"
+    queue = queue or f"{name}-{uuid.uuid4().hex}"
+    log_path = folder / f"worker-{uuid.uuid4().hex[:8]}.log"
     env = {key: value for key, value in os.environ.items() if key not in PROJECT_VARIABLES}
     env.update(
         DJANGO_SETTINGS_MODULE="project.settings",
-        CELERY_BROKER_URL=BROKER_URL,
+        CELERY_BROKER_URL=broker_url,
         DATABASE_URL=worker_database_url(),
         **settings,
     )
@@ -154,7 +175,8 @@ def running_worker(folder: Path, name: str, settings: Mapping[str, str]) -> Iter
         "--queues",
         queue,
         "--hostname",
-        f"{queue}@%h",
+        f"{queue}-{uuid.uuid4().hex[:6]}@%h",
+        *[f"--include={module}" for module in include],
     ]
     with log_path.open("w") as log:
         process = subprocess.Popen(
@@ -166,7 +188,7 @@ def running_worker(folder: Path, name: str, settings: Mapping[str, str]) -> Iter
             stderr=subprocess.STDOUT,
         )
     try:
-        yield Worker(queue, log_path)
+        yield Worker(queue, log_path, process, broker_url)
     finally:
         process.terminate()
         try:
@@ -174,19 +196,28 @@ def running_worker(folder: Path, name: str, settings: Mapping[str, str]) -> Iter
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        remove_queue_keys(broker, queue)
+        if not keep_queue:
+            # A broker the test stopped has nothing left to remove.
+            with contextlib.suppress(redis.RedisError):
+                remove_queue_keys(broker, queue)
         broker.close()
 
 
 @contextmanager
 def sending_to(worker: Worker) -> Iterator[Worker]:
     """Tasks of this process go through Redis to the worker's queue, not eagerly."""
-    sender = Celery(f"sender-{worker.queue}", broker=BROKER_URL, set_as_current=False)
+    sender = Celery(f"sender-{worker.queue}", broker=worker.broker_url, set_as_current=False)
     sender.conf.update(
         task_always_eager=False,
         task_default_queue=worker.queue,
         task_serializer="json",
         accept_content=["json"],
+        task_ignore_result=True,
+        # As the project sends: a broker that does not answer is given up on quickly.
+        broker_connection_timeout=django_settings.CELERY_BROKER_CONNECTION_TIMEOUT,
+        broker_transport_options=django_settings.CELERY_BROKER_TRANSPORT_OPTIONS,
+        task_publish_retry=django_settings.CELERY_TASK_PUBLISH_RETRY,
+        task_publish_retry_policy=django_settings.CELERY_TASK_PUBLISH_RETRY_POLICY,
     )
     # The tasks are shared tasks: each use resolves them in the current app.
     sender.set_current()
