@@ -15,6 +15,11 @@ The points of an extraction job:
 - ``written``: the window and its items are committed, the run not yet closed;
 - ``closed``: the run is closed, the task's message not yet acknowledged.
 
+And of embedding: ``embedding``, a batch sent to the provider, not yet answered.
+``CountingEmbeddings`` is the worker's embedding provider: the test process's
+``HashEmbeddings`` (the same vectors), which writes how many texts each call embedded to
+``embedded`` (one line a call).
+
 ``FailpointModel`` is the worker's model: it answers ``answer.txt`` of the folder. The
 test process never imports this module (it changes what it imports).
 """
@@ -33,6 +38,7 @@ from cogitator_memory.items import runs as extraction_runs
 from cogitator_memory.items import window_extractor
 from cogitator_memory.llm.protocol import Completion, Message
 from cogitator_memory.tasks import extraction
+from tests.embeddings.fakes import HashEmbeddings
 from tests.faults.points import FOLDER_VARIABLE, POINT_VARIABLE
 
 
@@ -72,6 +78,14 @@ class FailpointModel:
         reach("asking")
         text = (_folder() / "answer.txt").read_text()
         return Completion(text=text, truncated=False, model=self.model)
+
+
+class CountingEmbeddings(HashEmbeddings):
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        reach("embedding")
+        with (_folder() / "embedded").open("a") as embedded:
+            embedded.write(f"{len(texts)}\n")
+        return super().embed(texts)
 
 
 _extract_thread = extraction.extract_thread

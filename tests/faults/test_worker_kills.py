@@ -109,7 +109,8 @@ def folder(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def workers(folder: Path, request: pytest.FixtureRequest) -> Iterator[Workers]:
-    point = request.node.callspec.params.get("point", "claimed")
+    callspec = getattr(request.node, "callspec", None)
+    point = callspec.params["point"] if callspec is not None else "claimed"
     pool = Workers(folder, point)
     pool.start()
     try:

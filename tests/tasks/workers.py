@@ -137,11 +137,14 @@ def running_worker(
     broker_url: str = BROKER_URL,
     include: Sequence[str] = (),
     keep_queue: bool = False,
+    processes: int = 0,
 ) -> Iterator[Worker]:
     """A worker of the project with ``settings`` (environment variables) on a queue named
     after ``name`` (or on ``queue``: a worker started again after another was killed),
     reading ``broker_url``, with the modules of ``include`` imported; its log in
-    ``folder``. Stopped, and its queue removed (unless ``keep_queue``), afterwards."""
+    ``folder``; with ``processes``, a prefork pool of that many processes (as deployed)
+    instead of one process. Stopped, and its queue removed (unless ``keep_queue``),
+    afterwards."""
     broker = redis.Redis.from_url(broker_url, socket_timeout=2)
     try:
         broker.ping()
@@ -166,7 +169,7 @@ def running_worker(
         "-A",
         "project",
         "worker",
-        "--pool=solo",
+        *(["--pool=solo"] if not processes else ["--pool=prefork", f"--concurrency={processes}"]),
         # No cluster chatter: mingle alone waits a second for peers at start-up.
         "--without-heartbeat",
         "--without-gossip",
