@@ -12,9 +12,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import override_settings
 
-from cogitator_memory.embeddings.models import Embedding
+from cogitator_memory.embeddings.models import Embedding, PendingVector
 from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.embeddings.types import NewEmbedding
+from cogitator_memory.jobs import RunStatus
 from cogitator_memory.threads.models import Entry, Thread
 from tests.embeddings.fakes import HASH_EMBEDDINGS, HashEmbeddings
 from tests.factories import EntryFactory, ThreadFactory
@@ -86,6 +87,24 @@ def test_all_scope_embeds_every_thread(entries: list[Entry]) -> None:
     reindex("--all")
     # then
     assert indexed_threads() == ["t1", "t2", "t3"]
+
+
+def test_missing_embeds_only_the_entries_without_a_vector_and_clears_dead_ones(
+    entries: list[Entry], hash_embeddings: type[HashEmbeddings]
+) -> None:
+    # given two of t1's messages embedded, and one whose pending vector is dead
+    t1 = [entry for entry in entries if entry.thread_id == "t1"]
+    reindex("--thread", "t1")
+    Embedding.objects.filter(source_id__in=[entry.pk for entry in t1[2:]]).delete()
+    PendingVector.objects.create(entry=t1[4], status=RunStatus.DEAD, attempts=3)
+    hash_embeddings.calls.clear()
+    # when
+    out = reindex("--thread", "t1", "--missing")
+    # then only the three without a vector went to the provider
+    assert sorted(hash_embeddings.texts()) == ["t1 message 2", "t1 message 3", "t1 message 4"]
+    assert "3 of 5 entries embedded" in out
+    assert len(indexed_entries()) == 5
+    assert not PendingVector.objects.exists()
 
 
 def test_a_scope_is_required() -> None:
