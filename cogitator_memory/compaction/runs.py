@@ -13,7 +13,6 @@ from cogitator_memory.compaction.models import CompactionRun
 from cogitator_memory.exceptions import CompactionRunNotFound
 from cogitator_memory.grants import Grants
 from cogitator_memory.jobs import (
-    OPEN_RUN_STATUSES,
     JobKind,
     JobRecorder,
     get_visible_run,
@@ -60,24 +59,6 @@ class CompactionRecorder(JobRecorder[CompactionRun]):
     compaction entry, and a redelivered task must not report on it again."""
 
     model = CompactionRun
-
-    def is_finished(self) -> bool:
-        """Whether the run is done or failed already (a redelivered task then does
-        nothing)."""
-        if self.run_id is None:
-            return False
-        return (
-            CompactionRun.objects.filter(pk=self.run_id)
-            .exclude(status__in=OPEN_RUN_STATUSES)
-            .exists()
-        )
-
-    def forced(self) -> bool:
-        if self.run_id is None:
-            return False
-        return bool(
-            CompactionRun.objects.filter(pk=self.run_id).values_list("forced", flat=True).first()
-        )
 
     def done(self, entry_id: str | None) -> None:
         self.finished(compaction_entry_id=entry_id or "")
