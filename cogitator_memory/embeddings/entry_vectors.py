@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cogitator_memory.dependents import Forgotten
+from cogitator_memory.embeddings import fork_vectors
 from cogitator_memory.embeddings.models import Embedding
 from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.outbox import services as outbox
@@ -58,7 +59,8 @@ def forget_vectors(source_ids: Sequence[str], forgotten: Forgotten) -> None:
 
 
 class EntryVectors:
-    """Deletes the vectors of entries that go; moves a thread's vectors with its owner.
+    """Deletes the vectors of entries that go; moves a thread's vectors with its owner;
+    copies the vectors of a fork's copies from their originals.
 
     Its outbox messages (``OutboxMessage`` rows naming the entries) carry those changes
     to a store outside the database and are deleted once carried out: they are the
@@ -69,7 +71,9 @@ class EntryVectors:
     models = (Embedding, OutboxMessage)
 
     def entries_added(self, entries: Sequence[Entry]) -> None:
-        """Embedding waits for the commit (the ``entry_added`` signal enqueues it)."""
+        """The copies of a fork get their originals' vectors (``fork_vectors``); embedding
+        the other entries waits for the commit (the ``entry_added`` signal enqueues it)."""
+        fork_vectors.copy_fork_vectors(entries)
 
     def forget_entries(self, entry_ids: Sequence[str], forgotten: Forgotten) -> None:
         forget_vectors(entry_ids, forgotten)
@@ -93,3 +97,4 @@ def _set_owner(payload: dict[str, Any]) -> None:
 def register_outbox_handlers() -> None:
     outbox.register_handler(DELETE_SOURCES, _delete_sources)
     outbox.register_handler(SET_OWNER, _set_owner)
+    fork_vectors.register_outbox_handler()
