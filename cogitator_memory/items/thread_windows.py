@@ -25,6 +25,7 @@ from django.db import IntegrityError, transaction
 
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.grants import MemoryScope
+from cogitator_memory.items.fork_windows import read_by_origins, record_in_origins
 from cogitator_memory.items.models import ExtractionWindow
 from cogitator_memory.items.window_extractor import (
     EXTRACTOR_VERSION,
@@ -63,17 +64,20 @@ def thread_time_zone(thread: Thread) -> str:
     return zone if isinstance(zone, str) and zone else str(memory_settings.EXTRACTION["TIME_ZONE"])
 
 
-def _unread(path: list[Entry], thread_id: str) -> tuple[list[Entry], int]:
+def _unread(path: list[Entry], thread: Thread) -> tuple[list[Entry], int]:
     """The entries after the last one an earlier run read on this branch, and how many
-    windows of this branch were read before."""
+    windows of this branch were read before. A fork's copies that its origins read in
+    its scope count as read, as one window (``fork_windows.read_by_origins``)."""
     position = {entry.pk: index for index, entry in enumerate(path)}
-    read = ExtractionWindow.objects.filter(thread_id=thread_id, version=EXTRACTOR_VERSION)
+    read = ExtractionWindow.objects.filter(thread_id=thread.pk, version=EXTRACTOR_VERSION)
     ends = [
         position[last] for last in read.values_list("last_entry_id", flat=True) if last in position
     ]
-    if not ends:
-        return path, 0
-    return path[max(ends) + 1 :], len(ends)
+    own = max(ends, default=-1)
+    inherited = read_by_origins(thread, path)
+    if inherited > own:
+        return path[inherited + 1 :], len(ends) + 1
+    return path[own + 1 :], len(ends)
 
 
 def extract_thread(
@@ -103,7 +107,8 @@ def extract_thread(
         mode=mode or str(config["MODE"]),
     )
     path = selectors.get_path(thread.pk)
-    entries, skipped = _unread(path, thread.pk)
+    entries, skipped = _unread(path, thread)
+    position = {entry.pk: index for index, entry in enumerate(path)}
     scope = MemoryScope(thread.agent_id, user_id=thread.user_id)
     time_zone = thread_time_zone(thread)
     windows = extractor.windows(entries)
@@ -131,6 +136,8 @@ def extract_thread(
                         entries=len(kept),
                         calls=result.calls,
                     )
+                    # A fork's copies read here are read for its origins in its scope.
+                    record_in_origins(thread, path, position[kept[0].pk], position[kept[-1].pk])
                 writes = extractor.write_window(
                     window,
                     elements,
