@@ -34,8 +34,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from django.db import IntegrityError, transaction
-
 from cogitator_memory.items.models import ExtractionWindow
 from cogitator_memory.items.window_extractor import EXTRACTOR_VERSION
 from cogitator_memory.threads.models import FORK_OF_KEY, FORKED_FROM_KEY, Entry, Thread
@@ -159,7 +157,12 @@ def record_in_origins(thread: Thread, path: Sequence[Entry], first: int, last: i
     were read (a window of the originals, with no calls and no items); call in the
     transaction that writes the thread's window. Copies past the entry the fork was made
     at, and turns added to the fork, stand for nothing there. Returns how many origins
-    it was recorded in."""
+    it was recorded in.
+
+    Raises ``IntegrityError`` when an origin has that window already: a run of the origin
+    (or of another fork of it) read the same stretch while the model answered this one,
+    and the window of this run is then read by another run, as a window of its own
+    thread raced is."""
     recorded = 0
     for level in _origins(thread, path):
         if first >= len(level.branch):
@@ -167,17 +170,12 @@ def record_in_origins(thread: Thread, path: Sequence[Entry], first: int, last: i
         if not _same_scope(thread, level.thread):
             continue
         end = min(last, len(level.branch) - 1)
-        try:
-            with transaction.atomic():
-                ExtractionWindow.objects.create(
-                    thread=level.thread,
-                    first_entry_id=level.branch[first],
-                    last_entry_id=level.branch[end],
-                    version=EXTRACTOR_VERSION,
-                    entries=end - first + 1,
-                )
-        except IntegrityError:
-            # The origin has that window already: it was read there, or recorded before.
-            continue
+        ExtractionWindow.objects.create(
+            thread=level.thread,
+            first_entry_id=level.branch[first],
+            last_entry_id=level.branch[end],
+            version=EXTRACTOR_VERSION,
+            entries=end - first + 1,
+        )
         recorded += 1
     return recorded

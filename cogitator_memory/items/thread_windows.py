@@ -13,6 +13,12 @@ it deletes or redacts the thread's entries, and then reads which of the window's
 still stand: what went while the model answered is not written (``MemoryExtractor.
 write_window``), the window's row names its first and last entries that stand (none
 standing, no row), and a thread that went altogether ends the run with ``ThreadNotFound``.
+
+A fork's copies are read once per memory scope (``items/fork_windows.py``): while a
+fork's agent and user are its origin's, the copies its origins read count as read, and
+the copies a fork reads are recorded as read in its origins, in the window's transaction.
+A window an origin's run read while the model answered this one is skipped, as one read
+by another run of the same thread is.
 """
 
 from __future__ import annotations
@@ -57,6 +63,11 @@ class ThreadExtraction:
     skipped: int
     calls: int
     items: int
+
+
+class ReadElsewhere(Exception):
+    """A window was read by another run (of the thread's origin) while the model
+    answered."""
 
 
 def thread_time_zone(thread: Thread) -> str:
@@ -125,6 +136,10 @@ def extract_thread(
                 standing = standing_entries(window)
                 kept = [entry for entry in window if entry.pk in standing]
                 record = None
+                if kept and read_by_origins(thread, path) >= position[kept[-1].pk]:
+                    # An origin of this fork read these copies in its scope while the
+                    # model answered: that run's items stand, this one writes none.
+                    raise ReadElsewhere()
                 if kept:
                     # The stretch read, between entries that stand: a window row never
                     # names an entry that went (its dependent deletes such rows).
@@ -136,7 +151,8 @@ def extract_thread(
                         entries=len(kept),
                         calls=result.calls,
                     )
-                    # A fork's copies read here are read for its origins in its scope.
+                    # A fork's copies read here are read for its origins in its scope
+                    # (IntegrityError: an origin's run read the same stretch meanwhile).
                     record_in_origins(thread, path, position[kept[0].pk], position[kept[-1].pk])
                 writes = extractor.write_window(
                     window,
@@ -150,7 +166,7 @@ def extract_thread(
                 if record is not None:
                     record.items_written = len(writes)
                     record.save(update_fields=["items_written"])
-        except IntegrityError:
+        except (IntegrityError, ReadElsewhere):
             logger.info(
                 "Window %s..%s of %s was read by another run.",
                 window[0].pk,

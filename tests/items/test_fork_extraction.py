@@ -6,11 +6,13 @@ extracted into that user's scope."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
-from cogitator_memory.items.models import ExtractionWindow, MemoryItem
+from cogitator_memory.items.models import Evidence, ExtractionWindow, MemoryItem
 from cogitator_memory.items.thread_windows import extract_thread
 from cogitator_memory.llm.scripted import ScriptedModel
 from cogitator_memory.threads import services as threads
@@ -171,3 +173,51 @@ def test_a_fork_moved_to_another_user_reads_for_it_alone(origin: Thread) -> None
     # then it was read for Ana
     assert (done.windows, done.calls, done.items) == (1, 1, 1)
     assert items_of("ana") == ["Lisbon"] and items_of("bea") == ["Lisbon"]
+
+
+class RacingModel:
+    """A scripted model that lets another run happen while it answers."""
+
+    provider = "scripted"
+    model = "scripted"
+
+    def __init__(self, answer: str, meanwhile: Callable[[], object]) -> None:
+        self.scripted = ScriptedModel([answer])
+        self.meanwhile = meanwhile
+
+    def __call__(self, messages: Any, **options: Any) -> Any:
+        self.meanwhile()
+        return self.scripted(messages, **options)
+
+
+@pytest.mark.parametrize("fork_at", ["the last turn", "the first turn"])
+def test_a_fork_racing_its_origin_writes_nothing_the_origin_wrote(
+    origin: Thread, fork_at: str
+) -> None:
+    # given a fork made before anything was extracted
+    [first_turn] = Entry.objects.filter(thread_id=origin.pk, role="user")
+    at = leaf(origin.pk) if fork_at == "the last turn" else first_turn.pk
+    fork = threads.fork_thread(origin.pk, at, new_thread_id="trip-fork")
+
+    def origin_runs() -> None:
+        extract_thread(origin.pk, summarize=ScriptedModel([LISBON]))
+
+    # when the origin is extracted while the model answers the fork's run
+    done = extract_thread(fork.pk, summarize=RacingModel(LISBON, origin_runs))
+    # then the fork's window was read by the origin's run, and one item stands on one quote
+    assert (done.windows, done.skipped, done.items) == (1, 1, 0)
+    assert items_of("ana") == ["Lisbon"]
+    assert Evidence.objects.count() == 1
+    assert not ExtractionWindow.objects.filter(thread_id=fork.pk).exists()
+
+
+def test_an_origin_racing_its_fork_writes_nothing_the_fork_wrote(origin: Thread) -> None:
+    fork = threads.fork_thread(origin.pk, leaf(origin.pk), new_thread_id="trip-fork")
+
+    def fork_runs() -> None:
+        extract_thread(fork.pk, summarize=ScriptedModel([LISBON]))
+
+    done = extract_thread(origin.pk, summarize=RacingModel(LISBON, fork_runs))
+    assert (done.windows, done.skipped, done.items) == (1, 1, 0)
+    assert items_of("ana") == ["Lisbon"]
+    assert Evidence.objects.count() == 1
