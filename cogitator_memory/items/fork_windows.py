@@ -31,7 +31,7 @@ ended past the entry the fork was made at read all of it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from cogitator_memory.items.models import ExtractionWindow
@@ -67,11 +67,11 @@ def _forked_from(thread: Thread) -> tuple[str, str] | None:
     return None
 
 
-def _originals(branch: Sequence[str], forks: Mapping[str, Any], at: str) -> list[str]:
-    """The originals of the copies the branch begins with, up to the copy of ``at``."""
+def _originals(marks: Iterable[tuple[str, Any]], at: str) -> list[str]:
+    """The originals of the copies a branch begins with, up to the copy of ``at``
+    (``marks``: each entry of the branch, root first, with its ``metadata.forkOf``)."""
     originals: list[str] = []
-    for entry_id in branch:
-        original = forks.get(entry_id)
+    for _entry_id, original in marks:
         if not isinstance(original, str) or not original:
             break
         originals.append(original)
@@ -80,38 +80,41 @@ def _originals(branch: Sequence[str], forks: Mapping[str, Any], at: str) -> list
     return originals
 
 
-def _fork_marks(entry_ids: Sequence[str]) -> dict[str, Any]:
-    """``{entry id: its metadata.forkOf}`` of these entries."""
+def _fork_marks(entry_ids: Sequence[str]) -> list[tuple[str, Any]]:
+    """Each of these entries, in their order, with its ``metadata.forkOf``."""
     marks: dict[str, Any] = {}
     for start in range(0, len(entry_ids), IDS_PER_QUERY):
         chunk = list(entry_ids[start : start + IDS_PER_QUERY])
         marks.update(
             Entry.objects.filter(pk__in=chunk).values_list("pk", f"metadata__{FORK_OF_KEY}")
         )
-    return marks
+    return [(entry_id, marks.get(entry_id)) for entry_id in entry_ids]
 
 
-def _origins(thread: Thread, path: Sequence[Entry]) -> list[_Level]:
+def _origins(thread: Thread, path: Sequence[Entry]) -> Iterator[_Level]:
     """The chain of the thread's origins, nearest first, each with the branch of it the
-    path's copies stand for. Each branch is a prefix of the one before (index ``i`` of
-    every branch stands for ``path[i]``)."""
-    levels: list[_Level] = []
-    branch = [entry.pk for entry in path]
-    forks: Mapping[str, Any] = {entry.pk: (entry.metadata or {}).get(FORK_OF_KEY) for entry in path}
+    path's copies stand for (read as the chain is followed). Each branch is a prefix of
+    the one before (index ``i`` of every branch stands for ``path[i]``)."""
+    if _forked_from(thread) is None:
+        # Not a fork: nothing to read of the path (extraction asks once per window).
+        return
+    # The path's own marks are read as far as its copies go, not along the whole path.
+    marks: Iterable[tuple[str, Any]] = (
+        (entry.pk, (entry.metadata or {}).get(FORK_OF_KEY)) for entry in path
+    )
     current = thread
     for _depth in range(MAX_FORK_DEPTH):
         source = _forked_from(current)
         if source is None:
             break
         origin_id, at = source
-        branch = _originals(branch, forks, at)
+        branch = _originals(marks, at)
         origin = Thread.objects.filter(pk=origin_id).first()
         if not branch or origin is None:
             break
-        levels.append(_Level(origin, branch))
-        forks = _fork_marks(branch)
+        yield _Level(origin, branch)
+        marks = _fork_marks(branch)
         current = origin
-    return levels
 
 
 def _same_scope(thread: Thread, other: Thread) -> bool:
