@@ -80,15 +80,24 @@ def _originals(marks: Iterable[tuple[str, Any]], at: str) -> list[str]:
     return originals
 
 
-def _fork_marks(entry_ids: Sequence[str]) -> list[tuple[str, Any]]:
-    """Each of these entries, in their order, with its ``metadata.forkOf``."""
+def _fork_marks(entry_ids: Sequence[str], thread_id: str) -> list[tuple[str, Any]]:
+    """Each of these entries, in their order, with its ``metadata.forkOf``, as far as
+    they are entries of this thread (``forkOf`` is metadata a client may write too: a
+    chain is followed only through entries that are where it says)."""
     marks: dict[str, Any] = {}
     for start in range(0, len(entry_ids), IDS_PER_QUERY):
         chunk = list(entry_ids[start : start + IDS_PER_QUERY])
         marks.update(
-            Entry.objects.filter(pk__in=chunk).values_list("pk", f"metadata__{FORK_OF_KEY}")
+            Entry.objects.filter(pk__in=chunk, thread_id=thread_id).values_list(
+                "pk", f"metadata__{FORK_OF_KEY}"
+            )
         )
-    return [(entry_id, marks.get(entry_id)) for entry_id in entry_ids]
+    found: list[tuple[str, Any]] = []
+    for entry_id in entry_ids:
+        if entry_id not in marks:
+            break
+        found.append((entry_id, marks[entry_id]))
+    return found
 
 
 def _origins(thread: Thread, path: Sequence[Entry]) -> Iterator[_Level]:
@@ -108,12 +117,14 @@ def _origins(thread: Thread, path: Sequence[Entry]) -> Iterator[_Level]:
         if source is None:
             break
         origin_id, at = source
-        branch = _originals(marks, at)
         origin = Thread.objects.filter(pk=origin_id).first()
-        if not branch or origin is None:
+        if origin is None:
             break
-        yield _Level(origin, branch)
-        marks = _fork_marks(branch)
+        found = _fork_marks(_originals(marks, at), origin.pk)
+        if not found:
+            break
+        yield _Level(origin, [entry_id for entry_id, _original in found])
+        marks = found
         current = origin
 
 

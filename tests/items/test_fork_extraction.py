@@ -221,3 +221,31 @@ def test_an_origin_racing_its_fork_writes_nothing_the_fork_wrote(origin: Thread)
     assert (done.windows, done.skipped, done.items) == (1, 1, 0)
     assert items_of("ana") == ["Lisbon"]
     assert Evidence.objects.count() == 1
+
+
+def test_a_thread_naming_an_origin_its_entries_are_not_of_is_read_whole(
+    origin: Thread,
+) -> None:
+    # given the origin extracted, and a thread whose metadata says it is a fork of it but
+    # whose entries name, as their originals, entries that are not the origin's
+    extract_thread(origin.pk, summarize=ScriptedModel([LISBON]))
+    other = threads.create_thread("elsewhere", {"userId": "ana"}, thread_id="other")
+    [other_entry] = [threads.add_entry(other.pk, role="user", content="Hello there.")]
+    claims = threads.create_thread(
+        "concierge",
+        {"userId": "ana", "forkedFrom": {"threadId": origin.pk, "entryId": leaf(origin.pk)}},
+        thread_id="claims",
+    )
+    for original in ("ent_missing", other_entry.pk):
+        threads.add_entry(
+            claims.pk,
+            role="user",
+            content="I moved to Lisbon yesterday.",
+            metadata={"forkOf": original},
+        )
+    # when
+    model = ScriptedModel(["[]"])
+    done = extract_thread(claims.pk, summarize=model)
+    # then it was read, and nothing was recorded in the thread it named
+    assert (done.windows, done.calls) == (1, 1)
+    assert ExtractionWindow.objects.filter(thread_id=origin.pk).count() == 1
