@@ -249,3 +249,18 @@ def test_a_thread_naming_an_origin_its_entries_are_not_of_is_read_whole(
     # then it was read, and nothing was recorded in the thread it named
     assert (done.windows, done.calls) == (1, 1)
     assert ExtractionWindow.objects.filter(thread_id=origin.pk).count() == 1
+
+
+def test_a_fork_moved_after_it_took_its_origins_reading_is_read_for_its_new_user(
+    origin: Thread,
+) -> None:
+    # given a fork whose extraction read nothing, its origin having read it all
+    extract_thread(origin.pk, summarize=ScriptedModel([LISBON]))
+    fork = threads.fork_thread(origin.pk, leaf(origin.pk), new_thread_id="bea-trip")
+    assert extract_thread(fork.pk, summarize=no_model()).calls == 0
+    # when the fork is given to Bea and extracted again
+    threads.update_thread(fork.pk, {"userId": "bea"})
+    done = extract_thread(fork.pk, summarize=ScriptedModel([LISBON]))
+    # then what Ana's thread read counts for Ana alone: the copies were read for Bea
+    assert (done.windows, done.calls, done.items) == (1, 1, 1)
+    assert items_of("bea") == ["Lisbon"]
