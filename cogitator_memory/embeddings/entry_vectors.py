@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cogitator_memory.dependents import Forgotten
-from cogitator_memory.embeddings import pending_vectors
+from cogitator_memory.embeddings import fork_vectors, pending_vectors
 from cogitator_memory.embeddings.models import Embedding, PendingVector
 from cogitator_memory.embeddings.registry import get_embedding_store
 from cogitator_memory.outbox import services as outbox
@@ -60,8 +60,9 @@ def forget_vectors(source_ids: Sequence[str], forgotten: Forgotten) -> None:
 
 class EntryVectors:
     """Queues the vectors of entries that come (a ``PendingVector`` each, in the
-    transaction that adds them); deletes the vectors of entries that go; moves a thread's
-    vectors with its owner.
+    transaction that adds them) and copies those of a fork's copies from their
+    originals; deletes the vectors of entries that go; moves a thread's vectors with its
+    owner.
 
     Its outbox messages (``OutboxMessage`` rows naming the entries) carry those changes
     to a store outside the database and are deleted once carried out: they are the
@@ -72,8 +73,11 @@ class EntryVectors:
     models = (Embedding, OutboxMessage, PendingVector)
 
     def entries_added(self, entries: Sequence[Entry]) -> None:
-        """A pending vector for each entry the message index takes; its task is published
-        once the transaction commits (the ``entry_added`` signal's receiver)."""
+        """The copies of a fork get their originals' vectors (``fork_vectors``), and each
+        entry the message index takes a pending vector, whose task is published once the
+        transaction commits (the ``entry_added`` signal's receiver): a copy whose vector
+        came with it is then done without a provider call."""
+        fork_vectors.copy_fork_vectors(entries)
         pending_vectors.queue(entries)
 
     def forget_entries(self, entry_ids: Sequence[str], forgotten: Forgotten) -> None:
@@ -103,3 +107,4 @@ def _set_owner(payload: dict[str, Any]) -> None:
 def register_outbox_handlers() -> None:
     outbox.register_handler(DELETE_SOURCES, _delete_sources)
     outbox.register_handler(SET_OWNER, _set_owner)
+    fork_vectors.register_outbox_handler()

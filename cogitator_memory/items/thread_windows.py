@@ -13,6 +13,12 @@ it deletes or redacts the thread's entries, and then reads which of the window's
 still stand: what went while the model answered is not written (``MemoryExtractor.
 write_window``), the window's row names its first and last entries that stand (none
 standing, no row), and a thread that went altogether ends the run with ``ThreadNotFound``.
+
+A fork's copies are read once per memory scope (``items/fork_windows.py``): while a
+fork's agent and user are its origin's, the copies its origins read count as read, and
+the copies a fork reads are recorded as read in its origins, in the window's transaction.
+A window an origin's run read while the model answered this one is skipped, as one read
+by another run of the same thread is.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from django.db import IntegrityError, transaction
 
 from cogitator_memory.conf import memory_settings
 from cogitator_memory.grants import MemoryScope
+from cogitator_memory.items.fork_windows import read_by_origins, record_in_origins
 from cogitator_memory.items.models import ExtractionWindow
 from cogitator_memory.items.window_extractor import (
     EXTRACTOR_VERSION,
@@ -58,22 +65,30 @@ class ThreadExtraction:
     items: int
 
 
+class ReadElsewhere(Exception):
+    """A window was read by another run (of the thread's origin) while the model
+    answered."""
+
+
 def thread_time_zone(thread: Thread) -> str:
     zone = (thread.metadata or {}).get(TIME_ZONE_KEY)
     return zone if isinstance(zone, str) and zone else str(memory_settings.EXTRACTION["TIME_ZONE"])
 
 
-def _unread(path: list[Entry], thread_id: str) -> tuple[list[Entry], int]:
+def _unread(path: list[Entry], thread: Thread) -> tuple[list[Entry], int]:
     """The entries after the last one an earlier run read on this branch, and how many
-    windows of this branch were read before."""
+    windows of this branch were read before. A fork's copies that its origins read in
+    its scope count as read, as one window (``fork_windows.read_by_origins``)."""
     position = {entry.pk: index for index, entry in enumerate(path)}
-    read = ExtractionWindow.objects.filter(thread_id=thread_id, version=EXTRACTOR_VERSION)
+    read = ExtractionWindow.objects.filter(thread_id=thread.pk, version=EXTRACTOR_VERSION)
     ends = [
         position[last] for last in read.values_list("last_entry_id", flat=True) if last in position
     ]
-    if not ends:
-        return path, 0
-    return path[max(ends) + 1 :], len(ends)
+    own = max(ends, default=-1)
+    inherited = read_by_origins(thread, path)
+    if inherited > own:
+        return path[inherited + 1 :], len(ends) + 1
+    return path[own + 1 :], len(ends)
 
 
 def extract_thread(
@@ -103,7 +118,8 @@ def extract_thread(
         mode=mode or str(config["MODE"]),
     )
     path = selectors.get_path(thread.pk)
-    entries, skipped = _unread(path, thread.pk)
+    entries, skipped = _unread(path, thread)
+    position = {entry.pk: index for index, entry in enumerate(path)}
     scope = MemoryScope(thread.agent_id, user_id=thread.user_id)
     time_zone = thread_time_zone(thread)
     windows = extractor.windows(entries)
@@ -120,6 +136,10 @@ def extract_thread(
                 standing = standing_entries(window)
                 kept = [entry for entry in window if entry.pk in standing]
                 record = None
+                if kept and read_by_origins(thread, path) >= position[kept[-1].pk]:
+                    # An origin of this fork read these copies in its scope while the
+                    # model answered: that run's items stand, this one writes none.
+                    raise ReadElsewhere()
                 if kept:
                     # The stretch read, between entries that stand: a window row never
                     # names an entry that went (its dependent deletes such rows).
@@ -131,6 +151,9 @@ def extract_thread(
                         entries=len(kept),
                         calls=result.calls,
                     )
+                    # A fork's copies read here are read for its origins in its scope
+                    # (IntegrityError: an origin's run read the same stretch meanwhile).
+                    record_in_origins(thread, path, position[kept[0].pk], position[kept[-1].pk])
                 writes = extractor.write_window(
                     window,
                     elements,
@@ -143,7 +166,7 @@ def extract_thread(
                 if record is not None:
                     record.items_written = len(writes)
                     record.save(update_fields=["items_written"])
-        except IntegrityError:
+        except (IntegrityError, ReadElsewhere):
             logger.info(
                 "Window %s..%s of %s was read by another run.",
                 window[0].pk,

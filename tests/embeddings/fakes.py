@@ -5,12 +5,15 @@
 ``HashEmbeddings`` turns each text into a vector derived from its SHA-256, so one text
 always gets one vector and different texts get different ones. The class records every
 call, can be told to fail chosen calls or to run something while it embeds;
-``HashEmbeddings.reset()`` clears all of that.
+``HashEmbeddings.reset()`` clears all of that. ``LoggedHashEmbeddings`` also writes what
+it embeds to a file, for a worker in another process to tell the test.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import struct
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
@@ -81,3 +84,20 @@ class HashEmbeddings:
         if failure is not None:
             raise failure
         return [hash_vector(text, self.dimensions) for text in texts]
+
+
+# The file ``LoggedHashEmbeddings`` appends to (an environment variable, so a worker
+# started with it writes where the test reads).
+EMBEDDINGS_LOG_VARIABLE = "COGITATOR_TEST_EMBEDDINGS_LOG"
+
+
+class LoggedHashEmbeddings(HashEmbeddings):
+    """``HashEmbeddings`` that also appends each text it is sent, as a JSON line, to the
+    file named by ``COGITATOR_TEST_EMBEDDINGS_LOG`` (when set)."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        path = os.environ.get(EMBEDDINGS_LOG_VARIABLE)
+        if path:
+            with open(path, "a", encoding="utf-8") as log:
+                log.writelines(json.dumps(text) + "\n" for text in texts)
+        return super().embed(texts)
