@@ -16,3 +16,5 @@ urlpatterns = [
 # API paths that match no route answer in the API's JSON error shape.
 handler404 = "cogitator_memory.api.handlers.not_found"
 handler400 = "cogitator_memory.api.handlers.bad_request"
+# A database that is locked or gone, met outside a view: 503 with Retry-After, not a 500.
+handler500 = "cogitator_memory.api.handlers.server_error"

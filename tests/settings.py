@@ -41,3 +41,8 @@ else:
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CELERY_BROKER_URL = None
 CELERY_TASK_ALWAYS_EAGER = True
+# Django's test client logs in without a request, which django-axes refuses: the lockout of
+# failed logins is off here and turned on by the tests of it (tests/deploy/).
+AXES_ENABLED = False
+# The cache stays in the process whatever the environment says: tests clear it.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

@@ -320,6 +320,10 @@ GOOD_VALUES = [
     ("KEYWORDS", "CACHE_POSTINGS", 50_000_000),
     ("RECALL", "RERANKER_PATH", None),
     ("RECALL", "RERANKER_PATH", "/models/ms-marco-MiniLM-L-6-v2"),
+    ("QUOTAS", "MODEL_RUNS_PER_AGENT", None),
+    ("QUOTAS", "MODEL_RUNS_PER_AGENT", 100),
+    ("QUOTAS", "MODEL_RUNS_PER_USER", 1),
+    ("QUOTAS", "PERIOD", 86_400),
 ]
 
 
@@ -493,6 +497,9 @@ BAD_VALUES = [
     ("KEYWORDS", "CACHE_POSTINGS", -1, "E004", "must be 0 or more, not -1"),
     ("KEYWORDS", "CACHE_POSTINGS", 1.5, "E002", "must be an int, not float"),
     ("RECALL", "RERANKER_PATH", "", "E006", "must be None or a non-empty str, not ''"),
+    ("QUOTAS", "MODEL_RUNS_PER_AGENT", 0, "E004", "must be greater than 0, not 0"),
+    ("QUOTAS", "MODEL_RUNS_PER_USER", "5", "E002", "must be None or an int, not str"),
+    ("QUOTAS", "PERIOD", 0, "E004", "must be between 1 and 86400, not 0"),
 ]
 
 
