@@ -341,9 +341,18 @@ CONTENT_SECURITY_POLICY = {
         "form-action": ["'self'"],
     }
 }
-# The API's documentation pages load Swagger UI and Redoc from this CDN (drf-spectacular's
-# SWAGGER_UI_DIST and REDOC_DIST) and style themselves inline (project/urls.py).
-API_DOCS_CDN = os.environ.get("DJANGO_API_DOCS_CDN", "https://cdn.jsdelivr.net")
+# The directives the API's documentation pages replace (project/urls.py): Swagger UI and
+# Redoc come from drf-spectacular's CDN (SWAGGER_UI_DIST, REDOC_DIST) and style themselves
+# inline (a hash in style-src would turn 'unsafe-inline' off, so it is not kept here), and
+# Redoc loads Google's fonts and runs its search in a worker made from a blob.
+API_DOCS_CDN = "https://cdn.jsdelivr.net"
+API_DOCS_CONTENT_SECURITY_POLICY = {
+    "script-src": ["'self'", API_DOCS_CDN],
+    "style-src": ["'self'", API_DOCS_CDN, "https://fonts.googleapis.com", "'unsafe-inline'"],
+    "font-src": ["'self'", "https://fonts.gstatic.com"],
+    "img-src": ["'self'", "data:", API_DOCS_CDN],
+    "worker-src": ["'self'", "blob:"],
+}
 
 # --- Failed admin logins (django-axes) ----------------------------------------------------
 AUTHENTICATION_BACKENDS = [
