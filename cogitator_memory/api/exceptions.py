@@ -84,6 +84,16 @@ TOO_LARGE_MESSAGE = (
 )
 
 
+def is_psycopg_connection_error(error: BaseException) -> bool:
+    """Whether ``error`` is psycopg's own ``OperationalError`` or ``InterfaceError`` (or a
+    subclass, such as ``errors.AdminShutdown``), found without importing psycopg."""
+    return any(
+        cls.__module__.split(".")[0] == "psycopg"
+        and cls.__name__ in ("OperationalError", "InterfaceError")
+        for cls in type(error).__mro__
+    )
+
+
 def database_busy_error(error: BaseException) -> DatabaseBusy | None:
     """``DatabaseBusy`` for an error of a lock wait or a statement that ran out,
     ``DatabaseUnavailable`` for a broken connection (see the module docstring), None for
@@ -91,10 +101,14 @@ def database_busy_error(error: BaseException) -> DatabaseBusy | None:
     if isinstance(error, InterfaceError):
         # Django's own, for a connection closed under it, or the driver's for the same.
         return DatabaseUnavailable(str(error.__cause__ or error))
-    if not isinstance(error, OperationalError):
+    if isinstance(error, OperationalError):
+        # Django wraps the driver's error; the driver's own is its cause.
+        cause = error.__cause__ or error
+    elif is_psycopg_connection_error(error):
+        # A statement sent on psycopg's own cursor (keywords/postings.py) is not wrapped.
+        cause = error
+    else:
         return None
-    # Django wraps the driver's error; the driver's own is its cause.
-    cause = error.__cause__ or error
     code = getattr(cause, "sqlite_errorcode", None)
     if isinstance(code, int) and code & 0xFF in (SQLITE_BUSY, SQLITE_LOCKED):
         return DatabaseBusy(f"SQLite: {cause}")
