@@ -206,9 +206,11 @@ REST_FRAMEWORK = {
         "memory": os.environ.get("MEMORY_API_RATE", "600/minute"),
         "failed_auth": os.environ.get("MEMORY_API_FAILED_AUTH_RATE", "20/minute"),
     },
-    # The client of a request is the address the last of these proxies saw (X-Forwarded-For);
-    # None: the peer's address itself. Failed logins of the admin count by the same client.
-    "NUM_PROXIES": int(os.environ.get("DJANGO_TRUSTED_PROXIES") or 0) or None,
+    # The client of a request is the address the nearest of these proxies saw in
+    # X-Forwarded-For; 0: the peer's address itself. Never None, with which DRF would take
+    # the whole X-Forwarded-For a client sends as its identity, a new one per request.
+    # Failed logins of the admin count by the same client (project/security.py).
+    "NUM_PROXIES": int(os.environ.get("DJANGO_TRUSTED_PROXIES") or 0),
 }
 
 SPECTACULAR_SETTINGS = {

@@ -112,6 +112,36 @@ def test_other_clients_and_good_tokens_are_unaffected(ana: Principal, service_b:
     assert answers == [200] * (LIMIT * 4)
 
 
+def test_a_client_cannot_escape_by_sending_another_forwarded_for_each_time() -> None:
+    # given a client that makes up an X-Forwarded-For per request (no proxy is trusted)
+    client = bad_token("203.0.113.7")
+    # when
+    answers = [
+        client.get(THREADS, HTTP_X_FORWARDED_FOR=f"10.0.0.{n}").status_code
+        for n in range(LIMIT + 1)
+    ]
+    # then
+    assert answers == [401] * LIMIT + [429]
+
+
+def test_behind_a_trusted_proxy_the_client_is_the_address_it_forwarded() -> None:
+    # given one proxy in front, which appends the address it saw (the client made up the
+    # first one)
+    def via_proxy(address: str) -> APIClient:
+        client = bad_token("10.0.0.1")
+        client.defaults["HTTP_X_FORWARDED_FOR"] = f"1.2.3.4, {address}"
+        return client
+
+    with override_settings(REST_FRAMEWORK={**_rest_framework(), "NUM_PROXIES": 1}):
+        guesser = via_proxy("203.0.113.7")
+        # when
+        answers = [guesser.get(THREADS).status_code for _ in range(LIMIT + 1)]
+        other = via_proxy("198.51.100.20").get(THREADS)
+    # then
+    assert answers == [401] * LIMIT + [429]
+    assert other.status_code == 401
+
+
 def test_a_request_without_credentials_is_not_counted() -> None:
     # given
     client = APIClient(REMOTE_ADDR="203.0.113.7")
