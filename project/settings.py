@@ -123,7 +123,7 @@ def database_from_url(url: str) -> dict:
     )
     # How long a statement waits for a lock another writer holds, and how long one may run,
     # before it is refused: the request is then answered 503 with Retry-After
-    # (cogitator_memory/api/exceptions.py, project/middleware.py) while gunicorn's worker
+    # (cogitator_memory/api/exceptions.py and api/middleware.py) while gunicorn's worker
     # (30 s) is still there to answer it.
     busy_timeout = env_seconds("DATABASE_BUSY_TIMEOUT", 5)
     statement_timeout = env_seconds("DATABASE_STATEMENT_TIMEOUT", 20)
@@ -343,8 +343,7 @@ CONTENT_SECURITY_POLICY = {
 }
 # The directives the API's documentation pages replace (project/urls.py): Swagger UI and
 # Redoc come from drf-spectacular's CDN (SWAGGER_UI_DIST, REDOC_DIST) and style themselves
-# inline (a hash in style-src would turn 'unsafe-inline' off, so it is not kept here), and
-# Redoc loads Google's fonts and runs its search in a worker made from a blob.
+# inline, and Redoc loads Google's fonts and runs its search in a worker made from a blob.
 API_DOCS_CDN = "https://cdn.jsdelivr.net"
 API_DOCS_CONTENT_SECURITY_POLICY = {
     "script-src": ["'self'", API_DOCS_CDN],

@@ -9,6 +9,7 @@ every other page a plain 503, never a 500; the next request after it works.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from collections import Counter
@@ -25,6 +26,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from cogitator_memory.api.exceptions import database_busy_error
+from cogitator_memory.api.handlers import server_error
 from cogitator_memory.api.middleware import DatabaseUnavailableMiddleware
 from cogitator_memory.exceptions import DatabaseBusy, DatabaseUnavailable
 from cogitator_memory.threads import services
@@ -112,6 +114,45 @@ def test_the_middleware_leaves_other_errors_to_django() -> None:
     middleware = DatabaseUnavailableMiddleware(lambda request: None)  # type: ignore[arg-type,return-value]
     request = RequestFactory().get("/admin/")
     assert middleware.process_exception(request, ValueError("a bug")) is None
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type"),
+    [("/api/memory/threads/", "application/json"), ("/admin/", "text/plain; charset=utf-8")],
+)
+def test_the_500_handler_answers_a_broken_connection_met_outside_a_view_503(
+    path: str, content_type: str
+) -> None:
+    # given a connection that broke while a middleware saved the session
+    request = RequestFactory().get(path)
+    try:
+        raise wrapped(PostgresError("terminating connection", "57P01"))
+    except OperationalError:
+        # when Django calls its 500 handler, as it does while handling the error
+        response = server_error(request)
+    # then
+    assert response.status_code == 503
+    assert response["Retry-After"] == "5"
+    assert response["Content-Type"] == content_type
+
+
+def test_the_500_handler_keeps_a_500_for_a_bug() -> None:
+    # given
+    try:
+        raise ValueError("a bug")
+    except ValueError:
+        # when
+        api = server_error(RequestFactory().get("/api/memory/threads/"))
+        page = server_error(RequestFactory().get("/admin/"))
+    # then
+    assert (api.status_code, api["Content-Type"]) == (500, "application/json")
+    assert json.loads(api.content) == {
+        "code": "server_error",
+        "message": "Server error.",
+        "errors": {},
+    }
+    assert page.status_code == 500
+    assert page["Content-Type"].startswith("text/html")
 
 
 # --- a long write transaction --------------------------------------------------------------
