@@ -18,7 +18,10 @@ Ids:
 - ``E007`` a URL that is not an http(s) URL;
 - ``E008`` an app the app needs is missing from ``INSTALLED_APPS``;
 - ``E009`` the URLconf serves the REST API, and an app the API needs is missing;
-- ``W001`` the URLconf serves the REST API, and DRF uses another exception handler.
+- ``W001`` the URLconf serves the REST API, and DRF uses another exception handler;
+- ``W002`` the URLconf serves the REST API with DEBUG off, and the default cache lives in
+  each process: the API's throttles (refused tokens, requests per principal) count per
+  process.
 """
 
 from __future__ import annotations
@@ -133,6 +136,12 @@ SECTION_VALIDATORS: dict[str, dict[str, Validator]] = {
     },
     "RECALL": {
         "RERANKER_PATH": non_empty_text(optional=True),
+    },
+    "QUOTAS": {
+        "MODEL_RUNS_PER_AGENT": whole_number(1, optional=True),
+        "MODEL_RUNS_PER_USER": whole_number(1, optional=True),
+        # A day at most: the runs are counted from their rows at every request.
+        "PERIOD": whole_number(1, 86_400),
     },
 }
 
@@ -353,3 +362,34 @@ def check_api_apps(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
             )
         )
     return messages
+
+
+# Caches that each process keeps for itself: a count kept in one is not seen by the others.
+PER_PROCESS_CACHES = {
+    "django.core.cache.backends.locmem.LocMemCache": "keeps its entries in each process",
+    "django.core.cache.backends.dummy.DummyCache": "keeps nothing",
+}
+
+
+@register(Tags.caches)
+def check_shared_cache(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """When the URLconf serves the REST API with DEBUG off (a deployment, where several
+    processes serve it): a default cache of ``PER_PROCESS_CACHES`` (W002), in which the
+    API's throttles would count per process, so a client gets the limit once per process."""
+    if settings.DEBUG or not getattr(settings, "ROOT_URLCONF", None) or missing_required_apps():
+        return []
+    backend = str(settings.CACHES.get("default", {}).get("BACKEND", ""))
+    if backend not in PER_PROCESS_CACHES or not _serves_memory_api(get_resolver().url_patterns):
+        return []
+    return [
+        CheckWarning(
+            f"The default cache ({backend}) {PER_PROCESS_CACHES[backend]}: the REST API's "
+            "throttles (of refused tokens and API keys, and of requests per principal) would "
+            "count in each web process alone, so a client gets each limit once per process.",
+            hint="Use a cache every process shares, e.g. Redis: CACHES = {'default': "
+            "{'BACKEND': 'django.core.cache.backends.redis.RedisCache', 'LOCATION': "
+            "'redis://...'}} (the demo project reads CACHE_URL). A single process can "
+            'silence this with SILENCED_SYSTEM_CHECKS = ["cogitator_memory.W002"].',
+            id="cogitator_memory.W002",
+        )
+    ]

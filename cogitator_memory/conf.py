@@ -175,6 +175,19 @@ DEFAULTS: dict[str, Any] = {
         # dozen, so the default holds a thread of up to about 150,000 entries.
         "CACHE_POSTINGS": 4_000_000,
     },
+    # How much model-backed work the API may start: extraction and compaction runs asked
+    # for through it (POST .../extract/, .../compact/), counted together from the runs'
+    # rows, so the count holds across processes. A request answered with a run already
+    # open for the thread costs nothing. Over a quota: 429 with Retry-After.
+    "QUOTAS": {
+        # Runs per agent (of all its users' threads) within PERIOD; None for no limit.
+        "MODEL_RUNS_PER_AGENT": None,
+        # Runs per user of an agent (the threads of that agent and user) within PERIOD;
+        # None for no limit. Threads of no user count only toward the agent's quota.
+        "MODEL_RUNS_PER_USER": None,
+        # The window the runs are counted in, in seconds.
+        "PERIOD": 3600,
+    },
     # Recall (recall/retriever.py).
     "RECALL": {
         # The local directory of a sentence-transformers cross-encoder that reorders the

@@ -231,6 +231,21 @@ class DatabaseBusy(ServiceFailed):
         self.retry_after = retry_after
 
 
+class DatabaseUnavailable(DatabaseBusy):
+    """The connection to the database broke or could not be made (the server restarted,
+    an administrator ended the session, the network went). Whatever the request had begun
+    was rolled back with the connection; the next request opens a new one."""
+
+    code = "database_unavailable"
+    public_message = (
+        "The memory's database could not be reached and nothing was changed; try again in a moment."
+    )
+
+    def __init__(self, detail: str, *, retry_after: int = 5) -> None:
+        ServiceFailed.__init__(self, f"The database connection failed: {detail}")
+        self.retry_after = retry_after
+
+
 # --- embeddings and search ---------------------------------------------------------------
 
 

@@ -10,11 +10,19 @@ Everything that differs between machines comes from the environment:
 - ``DATABASE_PREPARE_THRESHOLD``: on PostgreSQL, runs after which a hot statement is
   prepared (5); ``off`` behind a pooler in transaction mode.
 - ``DJANGO_SECRET_KEY``, ``DJANGO_DEBUG``, ``DJANGO_ALLOWED_HOSTS``.
+- ``CACHE_URL`` (or ``REDIS_URL``): the cache every web process shares (the API's throttles).
+- ``DATABASE_BUSY_TIMEOUT``, ``DATABASE_STATEMENT_TIMEOUT``: how long a statement may wait for
+  a lock or run, in seconds, before the request is answered 503 with ``Retry-After``.
+- With ``DJANGO_DEBUG`` off, HTTPS only: ``DJANGO_SECURE_PROXY_SSL_HEADER``,
+  ``DJANGO_HSTS_SECONDS``, ``DJANGO_HSTS_PRELOAD``, ``DJANGO_SECURE_SSL_REDIRECT``,
+  ``DJANGO_SECURE_REDIRECT_EXEMPT``, ``DJANGO_TRUSTED_PROXIES``; failed admin logins:
+  ``AXES_FAILURE_LIMIT``, ``AXES_COOLOFF_MINUTES``. README.md, "Deploying safely".
 """
 
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +64,10 @@ INSTALLED_APPS = [
     "rest_framework_api_key",
     "django_filters",
     "drf_spectacular",
+    # Counts failed admin logins and locks the account and the client out (AXES_* below).
+    "axes",
+    # The Content-Security-Policy header (CONTENT_SECURITY_POLICY below).
+    "csp",
     "cogitator_memory",
     "project.demo",
 ]
@@ -68,6 +80,11 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # A database that is locked, slow or gone answers 503 with Retry-After, not a 500 page.
+    "cogitator_memory.api.middleware.DatabaseUnavailableMiddleware",
+    # Last: it answers a locked-out login before the view runs.
+    "axes.middleware.AxesMiddleware",
 ]
 
 if not DEBUG:
@@ -96,11 +113,33 @@ WSGI_APPLICATION = "project.wsgi.application"
 ASGI_APPLICATION = "project.asgi.application"
 
 
+def env_seconds(name: str, default: float) -> float:
+    """A duration in seconds from the environment; 0 turns the limit off."""
+    value = os.environ.get(name, "").strip()
+    return float(value) if value else default
+
+
 def database_from_url(url: str) -> dict:
     config: dict[str, Any] = dict(
         dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
     )
+    # How long a statement waits for a lock another writer holds, and how long one may run,
+    # before it is refused: the request is then answered 503 with Retry-After
+    # (cogitator_memory/api/exceptions.py and api/middleware.py) while gunicorn's worker
+    # (30 s) is still there to answer it.
+    busy_timeout = env_seconds("DATABASE_BUSY_TIMEOUT", 5)
+    statement_timeout = env_seconds("DATABASE_STATEMENT_TIMEOUT", 20)
     if config["ENGINE"] == "django.db.backends.postgresql":
+        limits = " ".join(
+            f"-c {name}={round(seconds * 1000)}"
+            for name, seconds in (
+                ("lock_timeout", busy_timeout),
+                ("statement_timeout", statement_timeout),
+            )
+            if seconds > 0
+        )
+        if limits:
+            config["OPTIONS"] = {**config.get("OPTIONS", {}), "options": limits}
         # Statements the app sends on every write (an item's read and insert, a keyword
         # posting's insert) are prepared after this many runs on a connection, so they are
         # parsed and planned once. Behind a pooler in transaction mode (PgBouncer before
@@ -114,7 +153,8 @@ def database_from_url(url: str) -> dict:
             # Writers take the lock when their transaction begins, so two writers queue
             # instead of one failing with "database is locked" on upgrade.
             "transaction_mode": "IMMEDIATE",
-            "timeout": 20,
+            # Seconds a writer waits for the write lock before "database is locked".
+            "timeout": busy_timeout,
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     return config
@@ -157,13 +197,22 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "cogitator_memory.api.exceptions.memory_exception_handler",
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "cogitator_memory.api.authentication.TokenAuthentication",
         "cogitator_memory.api.authentication.APIKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["cogitator_memory.api.permissions.IsPrincipal"],
-    # Requests per principal (user or API key) to the memory API.
-    "DEFAULT_THROTTLE_RATES": {"memory": os.environ.get("MEMORY_API_RATE", "600/minute")},
+    # Requests per principal (user or API key) to the memory API; requests per client
+    # whose token or API key was refused ("failed_auth": then 429 until the window passes).
+    "DEFAULT_THROTTLE_RATES": {
+        "memory": os.environ.get("MEMORY_API_RATE", "600/minute"),
+        "failed_auth": os.environ.get("MEMORY_API_FAILED_AUTH_RATE", "20/minute"),
+    },
+    # The client of a request is the address the nearest of these proxies saw in
+    # X-Forwarded-For; 0: the peer's address itself. Never None, with which DRF would take
+    # the whole X-Forwarded-For a client sends as its identity, a new one per request.
+    # Failed logins of the admin count by the same client (project/security.py).
+    "NUM_PROXIES": int(os.environ.get("DJANGO_TRUSTED_PROXIES") or 0),
 }
 
 SPECTACULAR_SETTINGS = {
@@ -275,6 +324,93 @@ COGITATOR_MEMORY: dict = {
         if (value := os.environ.get(f"COGITATOR_MEMORY_JOBS_{key}"))
     },
 }
+
+# --- Caches -----------------------------------------------------------------------------
+# The API's throttles count in the cache, so every web process must share one: Redis at
+# CACHE_URL (or REDIS_URL). Without it each process counts for itself (check W002 says so
+# when DEBUG is off). Keep it off the broker's database: clearing the cache empties it.
+CACHE_URL = os.environ.get("CACHE_URL") or os.environ.get("REDIS_URL") or None
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        if CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+
+# --- HTTPS and cookies (with DEBUG off) -----------------------------------------------------
+# Served behind a proxy that ends TLS: it tells Django the request came over HTTPS in this
+# header ("X-Forwarded-Proto: https"); a client cannot forge it through that proxy.
+_proxy_ssl_header = os.environ.get("DJANGO_SECURE_PROXY_SSL_HEADER", "X-Forwarded-Proto")
+if not DEBUG:
+    if _proxy_ssl_header.strip():
+        SECURE_PROXY_SSL_HEADER = (
+            "HTTP_" + _proxy_ssl_header.strip().upper().replace("-", "_"),
+            "https",
+        )
+    SECURE_SSL_REDIRECT = env_flag("DJANGO_SECURE_SSL_REDIRECT", True)
+    # Paths (regular expressions, comma separated, without the leading slash) answered over
+    # plain HTTP too, such as a health check probed from inside the container.
+    SECURE_REDIRECT_EXEMPT = [
+        pattern.strip()
+        for pattern in os.environ.get("DJANGO_SECURE_REDIRECT_EXEMPT", "").split(",")
+        if pattern.strip()
+    ]
+    SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", str(365 * 24 * 3600)))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_flag("DJANGO_HSTS_INCLUDE_SUBDOMAINS", True)
+    # Lets the domain be submitted to the browsers' list of HTTPS-only sites (hstspreload);
+    # leaving that list takes months, so a domain that may serve plain HTTP again sets 0.
+    SECURE_HSTS_PRELOAD = env_flag("DJANGO_HSTS_PRELOAD", True)
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+
+# --- Content-Security-Policy (django-csp) -------------------------------------------------
+# Only this site's own scripts, styles and images: the admin and the review screens load
+# everything from static files (tests/deploy/test_csp_browser.py checks it in Chromium).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    }
+}
+# The directives the API's documentation pages replace (project/urls.py): Swagger UI and
+# Redoc come from drf-spectacular's CDN (SWAGGER_UI_DIST, REDOC_DIST) and style themselves
+# inline, and Redoc loads Google's fonts and runs its search in a worker made from a blob.
+API_DOCS_CDN = "https://cdn.jsdelivr.net"
+API_DOCS_CONTENT_SECURITY_POLICY = {
+    "script-src": ["'self'", API_DOCS_CDN],
+    "style-src": ["'self'", API_DOCS_CDN, "https://fonts.googleapis.com", "'unsafe-inline'"],
+    "font-src": ["'self'", "https://fonts.gstatic.com"],
+    "img-src": ["'self'", "data:", API_DOCS_CDN],
+    "worker-src": ["'self'", "blob:"],
+}
+
+# --- Failed admin logins (django-axes) ----------------------------------------------------
+AUTHENTICATION_BACKENDS = [
+    # First: it refuses a locked-out client or account before a password is checked.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Failures in a row after which the account is locked for every client, and the client
+# (its address) for every account; a login that succeeds starts the count again.
+AXES_FAILURE_LIMIT = int(os.environ.get("AXES_FAILURE_LIMIT") or 5)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# Minutes a lockout lasts; failures older than that no longer count.
+AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("AXES_COOLOFF_MINUTES") or 15))
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "axes/lockout.html"
+# The client is found as the API finds it (NUM_PROXIES above).
+AXES_CLIENT_IP_CALLABLE = "project.security.client_address"
+# Successful logins are not recorded row by row; failures and lockouts are.
+AXES_DISABLE_ACCESS_LOG = True
 
 LOGGING = {
     "version": 1,

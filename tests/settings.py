@@ -28,11 +28,17 @@ if TEST_DATABASE == "postgres":
         "ALTER SYSTEM SET full_page_writes = off; SELECT pg_reload_conf();"
     )
     DATABASES = {"default": database_from_url(_server.get_uri())}
+    # No lock_timeout or statement_timeout: tests of concurrency wait for each other on a
+    # busy machine; the tests of a busy database set their own (the short_lock_waits fixture).
+    DATABASES["default"]["OPTIONS"].pop("options", None)
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = False
 elif TEST_DATABASE == "sqlite":
     _sqlite_file = BASE_DIR / f"test-db-{os.getpid()}.sqlite3"
     DATABASES = {"default": database_from_url(f"sqlite:///{_sqlite_file}")}
+    # Writers of the tests of concurrency queue for the lock as long as before on a busy
+    # machine; the tests of a busy database set their own (the short_lock_waits fixture).
+    DATABASES["default"]["OPTIONS"]["timeout"] = 20
     # The test database is a file, not :memory:, so threads and a worker can share it.
     DATABASES["default"]["TEST"] = {"NAME": str(_sqlite_file)}
 else:
@@ -41,3 +47,8 @@ else:
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CELERY_BROKER_URL = None
 CELERY_TASK_ALWAYS_EAGER = True
+# Django's test client logs in without a request, which django-axes refuses: the lockout of
+# failed logins is off here and turned on by the tests of it (tests/deploy/).
+AXES_ENABLED = False
+# The cache stays in the process whatever the environment says: tests clear it.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

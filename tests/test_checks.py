@@ -326,6 +326,10 @@ GOOD_VALUES = [
     ("JOBS", "RETRY_DELAY_SECONDS", 0),
     ("JOBS", "RETRY_FACTOR", 1.5),
     ("JOBS", "REPUBLISH_AFTER_SECONDS", 300),
+    ("QUOTAS", "MODEL_RUNS_PER_AGENT", None),
+    ("QUOTAS", "MODEL_RUNS_PER_AGENT", 100),
+    ("QUOTAS", "MODEL_RUNS_PER_USER", 1),
+    ("QUOTAS", "PERIOD", 86_400),
 ]
 
 
@@ -504,6 +508,9 @@ BAD_VALUES = [
     ("JOBS", "RETRY_DELAY_SECONDS", -1, "E004", "must be 0 or more, not -1"),
     ("JOBS", "RETRY_FACTOR", 0, "E004", "must be greater than 0, not 0"),
     ("JOBS", "REPUBLISH_AFTER_SECONDS", "soon", "E002", "must be an int, not str"),
+    ("QUOTAS", "MODEL_RUNS_PER_AGENT", 0, "E004", "must be greater than 0, not 0"),
+    ("QUOTAS", "MODEL_RUNS_PER_USER", "5", "E002", "must be None or an int, not str"),
+    ("QUOTAS", "PERIOD", 0, "E004", "must be between 1 and 86400, not 0"),
 ]
 
 

@@ -6,17 +6,25 @@ dotted field names (``metadata.userId``).
 
 A lock wait of the database that ran out is answered here, for every view, as
 ``DatabaseBusy``: 503 ``database_busy`` with a ``Retry-After`` header, not Django's HTML
-page of a 500. ``database_busy_error`` is the one place that knows how the drivers say it:
+page of a 500; a connection that broke as ``DatabaseUnavailable`` (503
+``database_unavailable``). ``database_busy_error`` is the one place that knows how the
+drivers say it:
 
 - SQLite: ``database is locked`` (``SQLITE_BUSY``) once the connection's busy timeout
-  (``OPTIONS["timeout"]``, 20 s in the project's settings) has passed while another
-  connection held the write lock, or ``database table is locked`` (``SQLITE_LOCKED``);
-- PostgreSQL: ``lock_not_available`` (55P03) when a wait passed ``lock_timeout`` (off by
-  default; set it with ``OPTIONS["options"] = "-c lock_timeout=5s"``),
-  ``serialization_failure`` (40001) and ``deadlock_detected`` (40P01).
+  (``OPTIONS["timeout"]``, ``DATABASE_BUSY_TIMEOUT`` in the project's settings) has passed
+  while another connection held the write lock, or ``database table is locked``
+  (``SQLITE_LOCKED``);
+- PostgreSQL: ``lock_not_available`` (55P03) when a wait passed ``lock_timeout``,
+  ``query_canceled`` (57014) when a statement passed ``statement_timeout`` (both set in
+  ``OPTIONS["options"]`` by the project's settings), ``serialization_failure`` (40001) and
+  ``deadlock_detected`` (40P01);
+- a broken connection: PostgreSQL's ``admin_shutdown`` and its kin (57P01 to 57P03, a
+  backend ended by ``pg_terminate_backend`` or a server going down), a connection class
+  error (08...), an error of the driver with no SQLSTATE (the server closed the socket),
+  and Django's ``InterfaceError`` for a connection that is already closed.
 
 Each refused the statement and rolled its transaction back; the same request made again
-later can succeed.
+later can succeed. ``project.middleware`` answers the same errors outside the API.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
-from django.db import OperationalError
+from django.db import InterfaceError, OperationalError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -36,6 +44,7 @@ from cogitator_memory.exceptions import (
     CogitatorMemoryError,
     Conflict,
     DatabaseBusy,
+    DatabaseUnavailable,
     Forbidden,
     InvalidInput,
     NotFound,
@@ -61,22 +70,45 @@ SQLITE_LOCKED = 6
 SQLITE_BUSY_MESSAGES = ("database is locked", "database table is locked")
 POSTGRES_BUSY_STATES = {
     "55P03": "a lock wait passed lock_timeout",
+    "57014": "a statement passed statement_timeout",
     "40001": "a serialization failure",
     "40P01": "a deadlock",
 }
+# The server ended the session (pg_terminate_backend, a shutdown, a crash, still starting).
+POSTGRES_GONE_STATES = {"57P01", "57P02", "57P03"}
+# SQLSTATE class 08: connection exceptions.
+POSTGRES_CONNECTION_CLASS = "08"
 
 TOO_LARGE_MESSAGE = (
     "The request body is larger than the server accepts (DATA_UPLOAD_MAX_MEMORY_SIZE)."
 )
 
 
+def is_psycopg_connection_error(error: BaseException) -> bool:
+    """Whether ``error`` is psycopg's own ``OperationalError`` or ``InterfaceError`` (or a
+    subclass, such as ``errors.AdminShutdown``), found without importing psycopg."""
+    return any(
+        cls.__module__.split(".")[0] == "psycopg"
+        and cls.__name__ in ("OperationalError", "InterfaceError")
+        for cls in type(error).__mro__
+    )
+
+
 def database_busy_error(error: BaseException) -> DatabaseBusy | None:
-    """``DatabaseBusy`` for an error of a lock wait that ran out (see the module
-    docstring), None for any other error."""
-    if not isinstance(error, OperationalError):
+    """``DatabaseBusy`` for an error of a lock wait or a statement that ran out,
+    ``DatabaseUnavailable`` for a broken connection (see the module docstring), None for
+    any other error."""
+    if isinstance(error, InterfaceError):
+        # Django's own, for a connection closed under it, or the driver's for the same.
+        return DatabaseUnavailable(str(error.__cause__ or error))
+    if isinstance(error, OperationalError):
+        # Django wraps the driver's error; the driver's own is its cause.
+        cause = error.__cause__ or error
+    elif is_psycopg_connection_error(error):
+        # A statement sent on psycopg's own cursor (keywords/postings.py) is not wrapped.
+        cause = error
+    else:
         return None
-    # Django wraps the driver's error; the driver's own is its cause.
-    cause = error.__cause__ or error
     code = getattr(cause, "sqlite_errorcode", None)
     if isinstance(code, int) and code & 0xFF in (SQLITE_BUSY, SQLITE_LOCKED):
         return DatabaseBusy(f"SQLite: {cause}")
@@ -85,6 +117,11 @@ def database_busy_error(error: BaseException) -> DatabaseBusy | None:
     state = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
     if state in POSTGRES_BUSY_STATES:
         return DatabaseBusy(f"PostgreSQL: {POSTGRES_BUSY_STATES[state]} ({state}): {cause}")
+    if state in POSTGRES_GONE_STATES or (state or "").startswith(POSTGRES_CONNECTION_CLASS):
+        return DatabaseUnavailable(f"PostgreSQL ({state}): {cause}")
+    if state is None and type(cause).__module__.startswith("psycopg"):
+        # psycopg gives no SQLSTATE when the socket closed or could not be opened.
+        return DatabaseUnavailable(f"PostgreSQL: {cause}")
     return None
 
 

@@ -530,8 +530,16 @@ def sqlite_busy() -> Exception:
         wrapped(PostgresError("canceling statement due to lock timeout", "55P03")),
         wrapped(PostgresError("could not serialize access", "40001")),
         wrapped(PostgresError("deadlock detected", "40P01")),
+        wrapped(PostgresError("canceling statement due to statement timeout", "57014")),
     ],
-    ids=["sqlite-busy", "sqlite-locked", "lock-timeout", "serialization", "deadlock"],
+    ids=[
+        "sqlite-busy",
+        "sqlite-locked",
+        "lock-timeout",
+        "serialization",
+        "deadlock",
+        "statement-timeout",
+    ],
 )
 def test_a_lock_wait_that_ran_out_is_a_busy_database(error: Exception) -> None:
     # when
@@ -547,12 +555,12 @@ def test_a_lock_wait_that_ran_out_is_a_busy_database(error: Exception) -> None:
     "error",
     [
         wrapped(sqlite3.OperationalError("no such table: cogitator_memory_thread")),
-        wrapped(PostgresError("canceling statement due to statement timeout", "57014")),
+        wrapped(PostgresError("column does not exist", "42703")),
         wrapped(PostgresError("duplicate key value", "23505"), IntegrityError),
         sqlite_busy(),  # not wrapped by Django: not an error of a connection of Django's
         RuntimeError("database is locked"),
     ],
-    ids=["no-table", "statement-timeout", "integrity", "unwrapped", "not-a-database-error"],
+    ids=["no-table", "no-column", "integrity", "unwrapped", "not-a-database-error"],
 )
 def test_other_errors_are_not_a_busy_database(error: Exception) -> None:
     assert database_busy_error(error) is None

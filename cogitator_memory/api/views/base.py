@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.generics import GenericAPIView
 from rest_framework_api_key.models import APIKey
 
-from cogitator_memory.api.authentication import APIKeyAuthentication
+from cogitator_memory.api.authentication import APIKeyAuthentication, TokenAuthentication
 from cogitator_memory.api.grants import request_grants
 from cogitator_memory.api.parsers import SafeJSONParser
 from cogitator_memory.api.permissions import IsPrincipal

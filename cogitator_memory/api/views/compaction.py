@@ -48,6 +48,7 @@ ERROR_409_NO_MODEL = OpenApiResponse(
 )
 class ThreadCompactView(RequestRunView):
     serializer_class = CompactionRunSerializer
+    run_model = CompactionRun
     run_url_name = "cogitator_memory_api:compaction-run"
 
     def request_run(self, thread_id: str) -> CompactionRun:

@@ -37,6 +37,7 @@ ERROR_409_NO_MODEL = OpenApiResponse(
 )
 class ThreadExtractView(RequestRunView):
     serializer_class = ExtractionRunSerializer
+    run_model = ExtractionRun
     run_url_name = "cogitator_memory_api:extraction-run"
 
     def request_run(self, thread_id: str) -> ExtractionRun:

@@ -9,6 +9,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
+from cogitator_memory import policy
+from cogitator_memory.api.quotas import check_model_run_quota
 from cogitator_memory.api.views.base import MemoryAPIView
 from cogitator_memory.jobs import JobRun
 
@@ -24,11 +26,17 @@ class RequestRunView(MemoryAPIView):
 
     # The URL name of the run's status view, for the Location header.
     run_url_name: str
+    # The run's model: its rows count toward the quotas of model runs (api/quotas.py).
+    run_model: type[JobRun]
 
     def request_run(self, thread_id: str) -> JobRun:
         raise NotImplementedError
 
     def post(self, request: Request, thread_id: str) -> Response:
+        # Who may not write to the thread hears so before a quota is counted for them.
+        thread = self.visible_thread(thread_id)
+        policy.require_write(self.grants, thread.agent_id, thread.user_id)
+        check_model_run_quota(thread, self.run_model)
         run = self.request_run(thread_id)
         location = reverse(self.run_url_name, args=[run.pk], request=request)
         return Response(
