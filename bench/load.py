@@ -43,7 +43,7 @@ import uuid
 from typing import Any
 
 from benchdb import ROOT, database_opener, setup_django
-from load_servers import celery_worker, gunicorn, remove_run_keys
+from load_servers import Server, celery_worker, gunicorn, remove_run_keys
 
 BROKER_URL = "redis://127.0.0.1:6379/13"
 EMBEDDINGS = {
@@ -93,6 +93,17 @@ def server_settings(queue: str) -> dict[str, str]:
     }
 
 
+def cpu_seconds(web: Server, worker: Server) -> dict[str, float | None]:
+    """CPU time spent so far by gunicorn's processes, the Celery worker's and this one
+    (the clients)."""
+    mine = os.times()
+    return {
+        "web": web.cpu_seconds(),
+        "worker": worker.cpu_seconds(),
+        "clients": mine.user + mine.system,
+    }
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     queue = f"bench-load-{uuid.uuid4().hex[:12]}"
     settings = server_settings(queue)
@@ -111,13 +122,20 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
             tenancy = make_tenancy(args.clients, run="bench")
             with (
-                celery_worker(settings, args.worker_processes, queue),
-                gunicorn(settings, args.web_workers) as base,
+                celery_worker(settings, args.worker_processes, queue) as worker,
+                gunicorn(settings, args.web_workers) as web,
             ):
-                log(f"{args.clients} clients x {args.requests} requests against {base}")
-                run = run_load(f"{base}/api/memory/", tenancy, args.requests, seed=args.seed)
+                log(f"{args.clients} clients x {args.requests} requests against {web.base_url}")
+                before = cpu_seconds(web, worker)
+                run = run_load(
+                    f"{web.base_url}/api/memory/", tenancy, args.requests, seed=args.seed
+                )
                 log(f"{run.requests} requests in {run.seconds:.1f} s; waiting for the vectors")
                 waited = wait_for_vectors(run, VECTOR_WAIT_SECONDS)
+                cpu = {
+                    name: None if spent is None or before[name] is None else spent - before[name]
+                    for name, spent in cpu_seconds(web, worker).items()
+                }
                 integrity = check_integrity(run, vectors=True)
     finally:
         removed = remove_run_keys(BROKER_URL, queue)
@@ -151,6 +169,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "entries": integrity.entries,
         "vectors": integrity.vectors,
         "vectors_complete_seconds_after_load": None if waited is None else round(waited, 2),
+        "cpu_seconds": {
+            name: None if spent is None else round(spent, 1) for name, spent in cpu.items()
+        },
+        "web_cpu_ms_per_request": (
+            None if cpu["web"] is None else round(cpu["web"] * 1000 / run.requests, 1)
+        ),
         "lost_or_doubled": integrity.lost_or_doubled,
         "leaks": len(run.log.leaks),
         "stale_reads": len(run.log.stale_reads),
@@ -189,6 +213,11 @@ def print_table(result: dict[str, Any]) -> None:
     )
     for shown in [*result["errors_shown"], *result["problems_shown"]]:
         print(f"  {shown}")
+    cpu = result["cpu_seconds"]
+    print(
+        f"CPU seconds during the load: gunicorn {cpu['web']}, Celery worker {cpu['worker']}, "
+        f"clients {cpu['clients']}; gunicorn {result['web_cpu_ms_per_request']} ms a request"
+    )
     load = result["load_average_1min"]
     print(f"load average (1 min): {load['before']:.2f} before, {load['after']:.2f} after")
 

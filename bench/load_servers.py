@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -20,6 +21,42 @@ from benchdb import BENCH_DIR, DATA_DIR, ROOT
 
 START_SECONDS = 60.0
 STOP_SECONDS = 20.0
+
+
+@dataclass(frozen=True)
+class Server:
+    pid: int
+    log_path: Path
+    base_url: str = ""
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time (user and system) of the process and every process under it so far,
+        from /proc; None where there is no /proc."""
+        return tree_cpu_seconds(self.pid)
+
+
+def tree_cpu_seconds(root: int) -> float | None:
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            # The command name (field 2) is in parentheses and may hold spaces.
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        pid = int(stat.parent.name)
+        parents[pid] = int(fields[1])
+        used[pid] = (int(fields[11]) + int(fields[12])) / ticks
+    tree, grown = {root}, True
+    while grown:
+        children = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= children
+        grown = bool(children)
+    return sum(used.get(pid, 0.0) for pid in tree)
 
 
 def free_port() -> int:
@@ -40,9 +77,9 @@ def child_environment(settings: Mapping[str, str]) -> dict[str, str]:
 
 
 @contextmanager
-def running(name: str, command: list[str], settings: Mapping[str, str]) -> Iterator[Path]:
-    """``command`` in a subprocess from the repository root; its log's path. Stopped with
-    SIGTERM (then SIGKILL) on the way out."""
+def running(name: str, command: list[str], settings: Mapping[str, str]) -> Iterator[Server]:
+    """``command`` in a subprocess from the repository root. Stopped with SIGTERM (then
+    SIGKILL) on the way out."""
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     log_path = DATA_DIR / f"load-{name}.log"
     with log_path.open("w") as log:
@@ -55,7 +92,7 @@ def running(name: str, command: list[str], settings: Mapping[str, str]) -> Itera
             stderr=subprocess.STDOUT,
         )
     try:
-        yield log_path
+        yield Server(process.pid, log_path)
     finally:
         process.terminate()
         try:
@@ -66,9 +103,9 @@ def running(name: str, command: list[str], settings: Mapping[str, str]) -> Itera
 
 
 @contextmanager
-def gunicorn(settings: Mapping[str, str], workers: int) -> Iterator[str]:
+def gunicorn(settings: Mapping[str, str], workers: int) -> Iterator[Server]:
     """gunicorn serving ``project.wsgi`` with ``workers`` sync workers on a free port of
-    127.0.0.1; the server's base URL, once it answers."""
+    127.0.0.1, once it answers."""
     port = free_port()
     command = [
         sys.executable,
@@ -84,9 +121,9 @@ def gunicorn(settings: Mapping[str, str], workers: int) -> Iterator[str]:
         "120",
     ]
     base = f"http://127.0.0.1:{port}"
-    with running("gunicorn", command, settings) as log_path:
-        wait_for_http(base + "/api/memory/threads/", log_path)
-        yield base
+    with running("gunicorn", command, settings) as server:
+        wait_for_http(base + "/api/memory/threads/", server.log_path)
+        yield Server(server.pid, server.log_path, base)
 
 
 def wait_for_http(url: str, log_path: Path) -> None:
@@ -106,9 +143,9 @@ def wait_for_http(url: str, log_path: Path) -> None:
 
 
 @contextmanager
-def celery_worker(settings: Mapping[str, str], concurrency: int, name: str) -> Iterator[Path]:
+def celery_worker(settings: Mapping[str, str], concurrency: int, name: str) -> Iterator[Server]:
     """``celery -A project worker`` with ``concurrency`` prefork processes, reading the
-    default queue of the bench's settings; its log's path, once it is ready."""
+    default queue of the bench's settings, once it is ready."""
     command = [
         sys.executable,
         "-m",
@@ -126,7 +163,8 @@ def celery_worker(settings: Mapping[str, str], concurrency: int, name: str) -> I
         "--hostname",
         f"{name}@%h",
     ]
-    with running("worker", command, settings) as log_path:
+    with running("worker", command, settings) as server:
+        log_path = server.log_path
         deadline = time.monotonic() + START_SECONDS
         while " ready." not in log_path.read_text():
             if time.monotonic() > deadline:
@@ -135,7 +173,7 @@ def celery_worker(settings: Mapping[str, str], concurrency: int, name: str) -> I
                     + log_path.read_text()[-5000:]
                 )
             time.sleep(0.2)
-        yield log_path
+        yield server
 
 
 def remove_run_keys(broker_url: str, queue: str) -> int:
