@@ -177,8 +177,9 @@ def celery_worker(settings: Mapping[str, str], concurrency: int, name: str) -> I
 
 
 def remove_run_keys(broker_url: str, queue: str) -> int:
-    """Delete what the run left in its Redis database: its queue, its bindings and the
-    results of its tasks (keys of other runs and databases stay). Returns how many."""
+    """Delete what the run left in Redis: its queue and bindings, and the task results
+    kept in its database (the bench's own; other databases are not touched). Returns how
+    many keys went."""
     client = redis.Redis.from_url(broker_url, socket_timeout=5)
     try:
         keys = [
