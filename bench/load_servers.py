@@ -192,6 +192,11 @@ def remove_run_keys(broker_url: str, queue: str) -> int:
                 client.srem(key, *members)
         if keys:
             client.delete(*keys)
+        # Expiry times kombu keeps of binding sets; drop those of sets no longer there.
+        deadlines = "_kombu.binding_deadlines"
+        for member in client.zrange(deadlines, 0, -1):
+            if not client.exists(b"_kombu.binding." + member):
+                client.zrem(deadlines, member)
         return len(keys)
     finally:
         client.close()
