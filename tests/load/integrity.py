@@ -15,7 +15,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from tests.load.driver import CreatedThread, LoadRun, WrittenEntry
+from tests.load.records import CreatedThread, LoadRun, WrittenEntry
 
 POLL_SECONDS = 0.2
 

@@ -7,7 +7,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from tests.load.driver import ROUTES, LoadRun
+from tests.load.client import ROUTES
+from tests.load.records import LoadRun
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,10 @@ from django.db.models import F
 from django.test import override_settings
 
 from cogitator_memory.threads.models import Entry, Thread
-from tests.load.driver import LoadClient, LoadRun, ThreadDirectory, run_load
+from tests.load.client import LoadClient, ThreadDirectory
+from tests.load.driver import run_load
 from tests.load.integrity import check_integrity
+from tests.load.records import LoadRun
 from tests.load.tenancy import make_tenancy
 
 pytestmark = pytest.mark.django_db(transaction=True)
