@@ -12,8 +12,11 @@ chains of gap-free seqs, and one vector of the right scope per entry
 ``bench/load.py`` measures it, on gunicorn.
 
 Requests per client follow ``COGITATOR_TEST_PROFILE`` (``tests/examples.py``): 500 in the
-full profile (the issue's 8 x 500), 200 in CI, which keeps the test within about a minute a
-database on a 2-core machine shared with the other suite.
+full profile (the issue's 8 x 500: about 65 s on SQLite and 85 s on PostgreSQL on 2 cores),
+200 in CI (30 to 45 s on 2 quiet cores, twice that beside the other suite).
+
+SQLite takes the same 8 clients: its writers queue on ``BEGIN IMMEDIATE`` within the
+project's 20 s busy timeout, and no request failed in any run, so it gets no fewer.
 
 The throttle rate is raised for the test: each client's requests would otherwise pass the
 demo's 600 a minute per principal, and a 429 is the throttle working, not the load
@@ -34,6 +37,7 @@ from django.test import override_settings
 from project.celery import app as project_celery_app
 from tests.embeddings.fakes import HASH_EMBEDDINGS
 from tests.examples import examples
+from tests.load.client import ROUTES
 from tests.load.driver import run_load
 from tests.load.integrity import check_integrity, wait_for_vectors
 from tests.load.report import p95_lines, route_figures, table
@@ -130,8 +134,8 @@ def test_clients_at_once_get_no_errors_and_every_write_is_stored_once(
     assert integrity.problems() == [], listed(integrity.problems())
     # The vectors came from the worker, not from tasks run in the server's threads.
     assert " succeeded in " in worker.log()
-    # Every route of the mix ran, and the shared threads were written by every client.
-    assert {row.route for row in figures} >= {"entries.create", "context.build", "recall"}
+    # Every route of the mix ran, and the shared threads were written by every principal.
+    assert {row.route for row in figures} == {*ROUTES, "all"}
     shared = {thread.thread_id for thread in run.shared_threads}
     writers = {
         entry.marker.split("-")[-2] for entry in run.log.entries if entry.thread_id in shared
