@@ -58,9 +58,9 @@ def test_concurrent_requests_open_one_run() -> None:
         with lock:
             created.append(was_created)
 
-    # (the runs are not enqueued, so they stay open while the others ask)
+    # (the runs are not published, so they stay queued while the others ask)
     with (
-        mock.patch("cogitator_memory.compaction.runs._enqueue"),
+        mock.patch("cogitator_memory.jobs.publish_on_commit"),
         mock.patch("cogitator_memory.compaction.runs.require_summarizer"),
     ):
         race(ask)

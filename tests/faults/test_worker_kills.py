@@ -154,9 +154,17 @@ def ask_for_extraction(thread_id: str) -> ExtractionRun:
 
 
 def died(worker: Worker) -> Callable[[], bool]:
+    """Whether the worker's process ended, sweeping as beat would each time it is asked
+    (a job whose worker was lost is sent again once its lease runs out)."""
     assert worker.process is not None
     process = worker.process
-    return lambda: process.poll() is not None
+
+    def ended() -> bool:
+        with override_settings(COGITATOR_MEMORY=SWEEPING):
+            sweep()
+        return process.poll() is not None
+
+    return ended
 
 
 def counted(thread_id: str, entries: list[Entry]) -> dict[str, Any]:
