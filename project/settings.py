@@ -8,6 +8,8 @@ Everything that differs between machines comes from the environment:
 - ``DATABASE_PREPARE_THRESHOLD``: on PostgreSQL, runs after which a hot statement is
   prepared (5); ``off`` behind a pooler in transaction mode.
 - ``DJANGO_SECRET_KEY``, ``DJANGO_DEBUG``, ``DJANGO_ALLOWED_HOSTS``.
+- ``COGITATOR_MEMORY_LLM_*``, ``_EMBEDDINGS_*``, ``_EXTRACTION_*``, ``_COMPACTION_*``: keys of
+  ``COGITATOR_MEMORY`` (below; README, "Health and readiness", lists them).
 """
 
 from __future__ import annotations
@@ -28,6 +30,21 @@ def env_flag(name: str, default: bool) -> bool:
     if value is None:
         return default
     return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_values(
+    prefix: str, *, texts: tuple[str, ...] = (), numbers: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The keys of a ``COGITATOR_MEMORY`` section that variables ``<prefix><KEY>`` give: unset
+    or empty ones are left out (the app's defaults stand). ``numbers`` are read as whole
+    numbers; a value that is not one stays text, so ``manage.py check`` (and migrate) names
+    the key instead of settings failing to import."""
+    values: dict[str, Any] = {}
+    for key in (*texts, *numbers):
+        value = os.environ.get(f"{prefix}{key}", "").strip()
+        if value:
+            values[key] = int(value) if key in numbers and value.isdigit() else value
+    return values
 
 
 DEBUG = env_flag("DJANGO_DEBUG", True)
@@ -224,6 +241,15 @@ COGITATOR_MEMORY: dict = {
         "API_KEY": os.environ.get("COGITATOR_MEMORY_EMBEDDINGS_API_KEY") or None,
         "BASE_URL": os.environ.get("COGITATOR_MEMORY_EMBEDDINGS_BASE_URL") or None,
         "STORE": os.environ.get("COGITATOR_MEMORY_EMBEDDINGS_STORE") or "auto",
+    },
+    # Extraction of memory items in Celery ("EXTRACTION"), off unless turned on here.
+    "EXTRACTION": {
+        "ENABLED": env_flag("COGITATOR_MEMORY_EXTRACTION_ENABLED", False),
+        **env_values(
+            "COGITATOR_MEMORY_EXTRACTION_",
+            texts=("MODE", "TIME_ZONE"),
+            numbers=("DEBOUNCE_SECONDS", "WINDOW_TOKENS", "MAX_TOKENS"),
+        ),
     },
     # Compaction of long threads in Celery ("COMPACTION"), off unless turned on here.
     "COMPACTION": {
