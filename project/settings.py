@@ -17,6 +17,8 @@ Everything that differs between machines comes from the environment:
   ``DJANGO_HSTS_SECONDS``, ``DJANGO_HSTS_PRELOAD``, ``DJANGO_SECURE_SSL_REDIRECT``,
   ``DJANGO_SECURE_REDIRECT_EXEMPT``, ``DJANGO_TRUSTED_PROXIES``; failed admin logins:
   ``AXES_FAILURE_LIMIT``, ``AXES_COOLOFF_MINUTES``. README.md, "Deploying safely".
+- ``COGITATOR_MEMORY_LLM_*``, ``_EMBEDDINGS_*``, ``_EXTRACTION_*``, ``_COMPACTION_*``: keys of
+  ``COGITATOR_MEMORY`` (below; README, "Health and readiness", lists them).
 """
 
 from __future__ import annotations
@@ -38,6 +40,21 @@ def env_flag(name: str, default: bool) -> bool:
     if value is None:
         return default
     return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_values(
+    prefix: str, *, texts: tuple[str, ...] = (), numbers: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The keys of a ``COGITATOR_MEMORY`` section that variables ``<prefix><KEY>`` give: unset
+    or empty ones are left out (the app's defaults stand). ``numbers`` are read as whole
+    numbers; a value that is not one stays text, so ``manage.py check`` (and migrate) names
+    the key instead of settings failing to import."""
+    values: dict[str, Any] = {}
+    for key in (*texts, *numbers):
+        value = os.environ.get(f"{prefix}{key}", "").strip()
+        if value:
+            values[key] = int(value) if key in numbers and value.isdigit() else value
+    return values
 
 
 DEBUG = env_flag("DJANGO_DEBUG", True)
@@ -302,6 +319,15 @@ COGITATOR_MEMORY: dict = {
         "BASE_URL": os.environ.get("COGITATOR_MEMORY_EMBEDDINGS_BASE_URL") or None,
         "STORE": os.environ.get("COGITATOR_MEMORY_EMBEDDINGS_STORE") or "auto",
     },
+    # Extraction of memory items in Celery ("EXTRACTION"), off unless turned on here.
+    "EXTRACTION": {
+        "ENABLED": env_flag("COGITATOR_MEMORY_EXTRACTION_ENABLED", False),
+        **env_values(
+            "COGITATOR_MEMORY_EXTRACTION_",
+            texts=("MODE", "TIME_ZONE"),
+            numbers=("DEBOUNCE_SECONDS", "WINDOW_TOKENS", "MAX_TOKENS"),
+        ),
+    },
     # Compaction of long threads in Celery ("COMPACTION"), off unless turned on here.
     "COMPACTION": {
         "ENABLED": env_flag("COGITATOR_MEMORY_COMPACTION_ENABLED", False),
@@ -350,10 +376,11 @@ if not DEBUG:
         )
     SECURE_SSL_REDIRECT = env_flag("DJANGO_SECURE_SSL_REDIRECT", True)
     # Paths (regular expressions, comma separated, without the leading slash) answered over
-    # plain HTTP too, such as a health check probed from inside the container.
+    # plain HTTP too: by default the health endpoints, which an orchestrator probes from
+    # inside the network without TLS.
     SECURE_REDIRECT_EXEMPT = [
         pattern.strip()
-        for pattern in os.environ.get("DJANGO_SECURE_REDIRECT_EXEMPT", "").split(",")
+        for pattern in os.environ.get("DJANGO_SECURE_REDIRECT_EXEMPT", r"^health/").split(",")
         if pattern.strip()
     ]
     SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", str(365 * 24 * 3600)))

@@ -17,6 +17,8 @@ urlpatterns = [
     # The demo's front page is its admin: threads, memory items to review, grants.
     path("", RedirectView.as_view(url="/admin/", permanent=False), name="home"),
     path("admin/", admin.site.urls),
+    # GET /health/live (the process answers) and /health/ready (the deployment can serve).
+    path("health/", include("cogitator_memory.health.urls")),
     path("api/memory/", include("cogitator_memory.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path(

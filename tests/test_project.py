@@ -23,6 +23,9 @@ import redis
 import yaml
 from celery import Celery
 from django.core.management import call_command
+from django.urls import resolve
+
+from cogitator_memory.conf import DEFAULTS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 SERVICES = {"postgres", "redis", "web", "worker", "beat"}
@@ -40,8 +43,28 @@ WORKER_COMMAND = [
     ),
 ]
 
+# The keys of COGITATOR_MEMORY that docker-compose.yml passes to web, worker and beat.
+MEMORY_VARIABLES = tuple(
+    f"COGITATOR_MEMORY_{section}_{key}"
+    for section, keys in {
+        "LLM": ("PROVIDER", "MODEL", "API_KEY", "BASE_URL", "SCRIPT"),
+        "EMBEDDINGS": ("PROVIDER", "MODEL", "DIMENSIONS", "API_KEY", "BASE_URL", "STORE"),
+        "EXTRACTION": (
+            "ENABLED",
+            "MODE",
+            "DEBOUNCE_SECONDS",
+            "WINDOW_TOKENS",
+            "MAX_TOKENS",
+            "TIME_ZONE",
+        ),
+        "COMPACTION": ("ENABLED", "THRESHOLD", "MESSAGE_THRESHOLD", "KEEP_RECENT"),
+    }.items()
+    for key in keys
+)
+
 # Variables of the parent process that would leak into the child's settings.
 PROJECT_VARIABLES = (
+    *MEMORY_VARIABLES,
     "DATABASE_URL",
     "CELERY_BROKER_URL",
     "CELERY_RESULT_BACKEND",
@@ -68,6 +91,24 @@ import json
 from django.conf import settings
 db = settings.DATABASES["default"]
 print(json.dumps({key: str(db.get(key)) for key in ("ENGINE", "NAME", "HOST", "PORT", "USER")}))
+"""
+
+PRINT_MEMORY_SECTIONS = """
+import json
+import django
+django.setup()
+from cogitator_memory.conf import memory_settings
+print(json.dumps({name: getattr(memory_settings, name) for name in ("EXTRACTION", "COMPACTION")}))
+"""
+
+# The sections as project/settings.py writes them, without the app's defaults.
+PRINT_WRITTEN_SECTIONS = """
+import json
+from django.conf import settings
+print(json.dumps({
+    section: settings.COGITATOR_MEMORY[section]
+    for section in ("LLM", "EMBEDDINGS", "EXTRACTION", "COMPACTION")
+}))
 """
 
 
@@ -182,16 +223,86 @@ def test_web_migrates_then_serves_project_wsgi_with_gunicorn(
     assert "--bind 0.0.0.0:8000" in command
 
 
-def test_web_is_built_from_the_dockerfile_and_has_a_health_check(
+def test_web_is_built_from_the_dockerfile_and_checked_on_health_live(
     compose_config: dict[str, Any],
 ) -> None:
     # given
     web = compose_config["services"]["web"]
-    # then
+    # then: liveness (worker and beat wait for web to be healthy, and readiness waits for a
+    # worker), on the path the project serves
     assert web["build"]["dockerfile"] == "Dockerfile"
     assert (BASE_DIR / web["build"]["dockerfile"]).is_file()
-    assert "scripts/healthcheck.py" in web["healthcheck"]["test"]
+    assert web["healthcheck"]["test"] == [
+        "CMD",
+        "python",
+        "scripts/healthcheck.py",
+        "http://127.0.0.1:8000/health/live",
+    ]
     assert (BASE_DIR / "scripts" / "healthcheck.py").is_file()
+    assert resolve("/health/live").url_name == "health-live"
+
+
+def test_the_worker_is_checked_with_a_ping_of_its_own_name(compose_config: dict[str, Any]) -> None:
+    # given
+    test = compose_config["services"]["worker"]["healthcheck"]["test"]
+    # then: the same ping /health/ready sends, to this container's worker only
+    assert test[0] == "CMD-SHELL"
+    assert "celery -A project inspect ping" in test[1]
+    assert '--destination "celery@$${HOSTNAME}"' in test[1]
+
+
+@pytest.mark.parametrize("service", DJANGO_PROCESSES)
+def test_every_memory_variable_is_passed_through_empty_by_default(
+    compose_config: dict[str, Any], service: str
+) -> None:
+    # given
+    environment = compose_config["services"][service]["environment"]
+    # then: empty, which project/settings.py reads as unset
+    assert {name: environment.get(name) for name in MEMORY_VARIABLES} == dict.fromkeys(
+        MEMORY_VARIABLES, ""
+    )
+
+
+def test_memory_variables_of_the_caller_reach_web_worker_and_beat() -> None:
+    # given
+    given = {name: f"value-of-{name.lower()}" for name in MEMORY_VARIABLES}
+    # when
+    completed = docker_compose("config", DJANGO_SECRET_KEY="s", **given)
+    # then
+    assert completed.returncode == 0, completed.stderr
+    services = yaml.safe_load(completed.stdout)["services"]
+    for service in DJANGO_PROCESSES:
+        environment = services[service]["environment"]
+        assert {name: environment[name] for name in MEMORY_VARIABLES} == given
+
+
+def test_the_image_has_the_local_embedding_provider_unless_built_without(
+    compose_config: dict[str, Any],
+) -> None:
+    # given
+    dockerfile = (BASE_DIR / "Dockerfile").read_text()
+    ignored = (BASE_DIR / ".dockerignore").read_text().split()
+    # when: the variable is set
+    completed = docker_compose("config", DJANGO_SECRET_KEY="s", LOCAL_EMBEDDINGS="0")
+    # then
+    assert compose_config["services"]["web"]["build"]["args"] == {"LOCAL_EMBEDDINGS": "1"}
+    assert completed.returncode == 0, completed.stderr
+    built = yaml.safe_load(completed.stdout)["services"]["web"]["build"]
+    assert built["args"] == {"LOCAL_EMBEDDINGS": "0"}
+    assert "ARG LOCAL_EMBEDDINGS=1\n" in dockerfile
+    assert "COPY requirements.txt requirements-local.txt ./" in dockerfile
+    assert 'if [ "$LOCAL_EMBEDDINGS" = "1" ]' in dockerfile
+    assert "-r requirements-local.txt" in dockerfile
+    assert "requirements-local.txt" not in ignored
+    assert "sentence-transformers" in (BASE_DIR / "requirements-local.txt").read_text()
+
+
+def test_no_image_healthcheck_since_worker_and_beat_share_the_image() -> None:
+    # then
+    assert not any(
+        line.strip().startswith("HEALTHCHECK")
+        for line in (BASE_DIR / "Dockerfile").read_text().splitlines()
+    )
 
 
 def test_web_starts_after_postgres_and_redis_are_healthy(compose_config: dict[str, Any]) -> None:
@@ -306,6 +417,107 @@ def test_a_postgres_database_url_selects_postgresql_with_its_parts() -> None:
         "PORT": "6543",
         "USER": "memory",
     }
+
+
+def test_the_extraction_variables_set_the_extraction_settings() -> None:
+    # when
+    sections = run_in_project(
+        PRINT_MEMORY_SECTIONS,
+        COGITATOR_MEMORY_EXTRACTION_ENABLED="true",
+        COGITATOR_MEMORY_EXTRACTION_MODE="auto",
+        COGITATOR_MEMORY_EXTRACTION_DEBOUNCE_SECONDS="5",
+        COGITATOR_MEMORY_EXTRACTION_WINDOW_TOKENS="2000",
+        COGITATOR_MEMORY_EXTRACTION_MAX_TOKENS="3000",
+        COGITATOR_MEMORY_EXTRACTION_TIME_ZONE="Europe/Lisbon",
+    )
+    # then
+    assert sections["EXTRACTION"] == {
+        "ENABLED": True,
+        "MODE": "auto",
+        "DEBOUNCE_SECONDS": 5,
+        "WINDOW_TOKENS": 2000,
+        "MAX_TOKENS": 3000,
+        "TIME_ZONE": "Europe/Lisbon",
+    }
+
+
+def test_every_variable_docker_compose_passes_sets_its_key() -> None:
+    # given: a value for each
+    given = {
+        "LLM": {
+            "PROVIDER": "scripted",
+            "MODEL": "recorded",
+            "API_KEY": "llm-key",
+            "BASE_URL": "http://llm.internal:8080/v1",
+            "SCRIPT": "/srv/answers.json",
+        },
+        "EMBEDDINGS": {
+            "PROVIDER": "local",
+            "MODEL": "all-MiniLM-L6-v2",
+            "DIMENSIONS": 384,
+            "API_KEY": "embeddings-key",
+            "BASE_URL": "http://embeddings.internal/v1",
+            "STORE": "exact",
+        },
+        "EXTRACTION": {
+            "ENABLED": True,
+            "MODE": "auto",
+            "DEBOUNCE_SECONDS": 5,
+            "WINDOW_TOKENS": 2000,
+            "MAX_TOKENS": 3000,
+            "TIME_ZONE": "Asia/Tokyo",
+        },
+        "COMPACTION": {
+            "ENABLED": True,
+            "THRESHOLD": 9000,
+            "MESSAGE_THRESHOLD": 50,
+            "KEEP_RECENT": 6,
+        },
+    }
+    variables = {
+        f"COGITATOR_MEMORY_{section}_{key}": "1" if value is True else str(value)
+        for section, keys in given.items()
+        for key, value in keys.items()
+    }
+    assert set(variables) == set(MEMORY_VARIABLES)
+    # when
+    written = run_in_project(PRINT_WRITTEN_SECTIONS, **variables)
+    # then
+    assert written == given
+
+
+def test_the_empty_variables_of_docker_compose_keep_the_defaults_and_pass_the_checks() -> None:
+    # given: what docker-compose passes when none is set
+    empty = dict.fromkeys(MEMORY_VARIABLES, "")
+    # when
+    sections = run_in_project(PRINT_MEMORY_SECTIONS, **empty)
+    checked = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=BASE_DIR,
+        env=project_environment(**empty),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    # then
+    assert sections["EXTRACTION"] == DEFAULTS["EXTRACTION"]
+    assert sections["COMPACTION"] == DEFAULTS["COMPACTION"]
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_an_extraction_number_that_is_not_one_is_named_by_the_checks() -> None:
+    # when
+    checked = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=BASE_DIR,
+        env=project_environment(COGITATOR_MEMORY_EXTRACTION_WINDOW_TOKENS="lots"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    # then
+    assert checked.returncode != 0
+    assert "COGITATOR_MEMORY['EXTRACTION']['WINDOW_TOKENS'] must be an int" in checked.stderr
 
 
 # The Celery app
