@@ -602,3 +602,31 @@ def test_a_worker_of_the_project_runs_a_task_sent_through_redis(tmp_path: Path) 
         broker.close()
     # then
     assert value == 5
+
+
+PRINT_REDIRECTS = """
+import json
+import django
+django.setup()
+from django.conf import settings
+from django.test import Client
+live = Client(HTTP_HOST="localhost").get("/health/live")
+admin = Client(HTTP_HOST="localhost").get("/admin/login/")
+print(json.dumps({
+    "exempt": settings.SECURE_REDIRECT_EXEMPT,
+    "live": live.status_code,
+    "admin": admin.status_code,
+}))
+"""
+
+
+def test_in_production_every_page_redirects_to_https_but_the_health_endpoints() -> None:
+    # when
+    found = run_in_project(
+        PRINT_REDIRECTS,
+        DJANGO_DEBUG="0",
+        DJANGO_SECRET_KEY="a-secret-for-the-test-" + "x" * 40,
+        DJANGO_ALLOWED_HOSTS="localhost",
+    )
+    # then an orchestrator's plain-HTTP probe is answered, and the rest goes to HTTPS
+    assert found == {"exempt": ["^health/"], "live": 200, "admin": 301}
