@@ -137,7 +137,7 @@ def test_a_running_worker_is_seen_and_the_deployment_is_ready(
     health_worker: Worker, redis_broker: redis.Redis
 ) -> None:
     # given: this process sends tasks through Redis (the current Celery app), as web does
-    ours = f"{health_worker.queue}@"
+    ours = health_worker.queue  # its hostname: the queue, a suffix of its own, @host
     with sending_to(health_worker):
         # when: asked until this worker, starting meanwhile, is the one that answers first
         # (workers of tests running beside this one may answer on the same Redis too)

@@ -5,7 +5,7 @@ task delivered twice writes them once."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from cogitator_memory.items.models import ExtractionWindow, MemoryItem
+from cogitator_memory.items.models import ExtractionRun, ExtractionWindow, MemoryItem
 from cogitator_memory.tasks.extraction import extract_thread_task
 from cogitator_memory.threads import services
 from tests.tasks.workers import Worker, running_worker, sending_to, wait_until
@@ -104,3 +104,31 @@ def test_an_extraction_asked_for_through_the_api_runs_on_the_worker(
         1,
     )
     assert MemoryItem.objects.get(thread_id=None, user_id="ana").value == "Lisbon"
+
+
+def test_turns_posted_after_an_extraction_run_are_extracted_by_the_next(
+    sent_to_worker: Worker, settings: Any
+) -> None:
+    # given extraction after new turns, debounced by a second, on the worker
+    settings.COGITATOR_MEMORY = {
+        "LLM": {"PROVIDER": "scripted"},
+        "EXTRACTION": {"ENABLED": True, "DEBOUNCE_SECONDS": 1},
+    }
+    thread = services.create_thread("concierge", {"userId": "ana"}, thread_id="ana-later")
+    first = services.add_entry(thread.pk, role="user", content="I live in Lisbon.")
+
+    def read_through(entry_id: str) -> Callable[[], bool]:
+        return lambda: ExtractionWindow.objects.filter(
+            thread_id=thread.pk, last_entry_id=entry_id
+        ).exists()
+
+    wait_until(sent_to_worker, read_through(first.pk), "the first turn extracted")
+    # when more turns come after that run
+    later = [
+        services.add_entry(thread.pk, role="user", content=f"And I work in Porto, day {n}.")
+        for n in range(3)
+    ]
+    # then a run of their own reads them, one run for the three
+    wait_until(sent_to_worker, read_through(later[-1].pk), "the later turns extracted")
+    assert ExtractionRun.objects.filter(thread_id=thread.pk).count() == 2
+    assert set(ExtractionRun.objects.values_list("status", flat=True)) == {"done"}
