@@ -88,6 +88,8 @@ def server_settings(queue: str) -> dict[str, str]:
         "CELERY_BROKER_URL": BROKER_URL,
         "BENCH_LOAD_QUEUE": queue,
         "MEMORY_API_RATE": "1000000/minute",
+        # Served over plain HTTP on loopback, as behind a proxy that ends TLS: no redirect.
+        "DJANGO_SECURE_SSL_REDIRECT": "0",
         "COGITATOR_MEMORY_LOG_LEVEL": "WARNING",
         **EMBEDDINGS,
     }
