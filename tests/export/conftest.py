@@ -61,7 +61,7 @@ def remember(agent_id: str, user_id: str, *, tag: str = "") -> Memory:
     first = services.create_thread(agent_id, {"userId": user_id, "topic": f"parcel{tag}"})
     root = services.add_entry(first.pk, role="user", content=f"My parcel code is 4711{tag}.")
     reply = services.add_entry(first.pk, role="assistant", content=f"Noted{tag}.")
-    card = services.add_entry(first.pk, role="user", content=f"My card is 5555{tag}.")
+    card = services.add_entry(first.pk, role="user", content=f"My card is card-5555-visa{tag}.")
     branch = services.add_entry(
         first.pk,
         role="assistant",
