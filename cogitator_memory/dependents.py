@@ -19,6 +19,11 @@ that transaction (``cogitator_memory.outbox``), published after commit and retri
 sweeper until done. A dependent that raises rolls the whole change back: nothing is
 forgotten by half. Work that waits for the commit (embedding a new message) is not done
 here: it follows the ``entry_added`` signal.
+
+Some derived data stands on memory items rather than on entries (observations and the
+playbook name the items and lessons they were written from). Its keepers register an
+``ItemDependent``; ``items_purged(item_ids)`` is called in the transaction that deletes
+the items, whichever way they go (their entries went, their scope was forgotten).
 """
 
 from __future__ import annotations
@@ -33,11 +38,15 @@ if TYPE_CHECKING:
 __all__ = [
     "Dependent",
     "Forgotten",
+    "ItemDependent",
     "dependents",
     "entries_added",
     "forget_entries",
+    "item_dependents",
+    "items_purged",
     "owner_changed",
     "register",
+    "register_item_dependent",
 ]
 
 
@@ -112,3 +121,43 @@ def owner_changed(thread_id: str, agent_id: str, user_id: str | None) -> None:
     changes the thread's ``user_id``."""
     for dependent in dependents():
         dependent.owner_changed(thread_id, agent_id, user_id)
+
+
+class ItemDependent(Protocol):
+    """Derived data that names memory items (observations, playbook rules).
+
+    ``models`` names the models whose rows it keeps in step with the items."""
+
+    name: str
+
+    @property
+    def models(self) -> tuple[type[Any], ...]:
+        """The models whose rows this dependent keeps in step with the items."""
+
+    def items_purged(self, item_ids: Sequence[str], forgotten: Forgotten) -> None:
+        """Remove or redact what names these items (they are being deleted, in the open
+        transaction), and count it in ``forgotten``."""
+
+
+_item_dependents: dict[str, ItemDependent] = {}
+
+
+def register_item_dependent(dependent: ItemDependent) -> None:
+    """Register an item dependent (again under the same name replaces it)."""
+    _item_dependents[dependent.name] = dependent
+
+
+def item_dependents() -> list[ItemDependent]:
+    return list(_item_dependents.values())
+
+
+def items_purged(item_ids: Sequence[str], forgotten: Forgotten | None = None) -> Forgotten:
+    """Let every item dependent forget what names these items; call inside the
+    transaction that deletes them. Returns ``forgotten`` (a new one when not given)."""
+    forgotten = forgotten if forgotten is not None else Forgotten()
+    ids = list(dict.fromkeys(item_ids))
+    if not ids:
+        return forgotten
+    for dependent in item_dependents():
+        dependent.items_purged(ids, forgotten)
+    return forgotten

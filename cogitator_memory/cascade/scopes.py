@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from cogitator_memory.cascade.report import CascadeReport
 from cogitator_memory.cascade.traces import delete_vectors_of, forget_admin_log
+from cogitator_memory.dependents import Forgotten
 from cogitator_memory.embeddings.models import Embedding
 from cogitator_memory.files.access import FileAccess
 from cogitator_memory.files.limits import byte_size
@@ -49,7 +50,9 @@ def _chunks(ids: Sequence[Any]) -> Iterator[list[Any]]:
 
 def _purge_items(items: MemoryItems, ids: list[str], report: CascadeReport) -> None:
     for chunk in _chunks(ids):
-        purged, entities = items.purge(chunk)
+        forgotten = Forgotten()
+        purged, entities = items.purge(chunk, forgotten)
+        report.add_forgotten(forgotten)
         report.items.purged += len(purged)
         report.entities += entities
         delete_vectors_of(purged, report)

@@ -25,6 +25,12 @@ from collections.abc import Iterable
 from cogitator_memory.exceptions import InvalidMemoryPath, MemoryFileReserved
 
 ROOT = "/memories"
+# What memory writes itself (the between-runs work): read-only for the memory tool and
+# the API's file commands, which take ``MEMORY_RESERVED_PATHS`` as their ``reserved``.
+PLAYBOOK_PATH = "/memories/playbook.md"
+PLAYBOOK_DRAFT_PATH = "/memories/playbook.next.md"
+OBSERVATIONS_DIRECTORY = "/memories/observations"
+MEMORY_RESERVED_PATHS = (PLAYBOOK_PATH, PLAYBOOK_DRAFT_PATH, OBSERVATIONS_DIRECTORY)
 MAX_NAME_LENGTH = 255
 # Characters, as given: the API's schema can say it (maxLength), and 512 characters are
 # within the 2048 bytes the index holds, whatever the characters (at most 4 bytes each).

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from django.db.models import Count, Q
 
-from cogitator_memory.dependents import Forgotten
+from cogitator_memory.dependents import Forgotten, items_purged
 from cogitator_memory.embeddings.entry_vectors import forget_vectors
 from cogitator_memory.embeddings.models import Embedding
 from cogitator_memory.grants import MemoryScope
@@ -54,6 +54,8 @@ def purge_items(
     if not slots:
         return
     subjects = {slot.subject_id for slot, _scope in slots}
+    # Before the rows go: what names them (observations, playbook rules) may read them.
+    items_purged(ids, forgotten)
     Evidence.objects.filter(item_id__in=ids).delete()
     _, deleted = MemoryItem.objects.filter(pk__in=ids).delete()
     # After the items: a vector stored meanwhile was stored under the lock taken above.

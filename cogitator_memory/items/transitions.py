@@ -9,6 +9,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 
+from cogitator_memory.dependents import Forgotten, items_purged
 from cogitator_memory.exceptions import InvalidItem
 from cogitator_memory.grants import SCOPE_FIELDS, Grants, MemoryScope
 from cogitator_memory.items.models import (
@@ -146,11 +147,14 @@ class ItemTransitions(ItemRules):
         return self._change(ids, grants=grants, from_statuses=statuses, apply=apply)
 
     @transaction.atomic
-    def purge(self, ids: Iterable[str]) -> tuple[list[str], int]:
+    def purge(
+        self, ids: Iterable[str], forgotten: Forgotten | None = None
+    ) -> tuple[list[str], int]:
         """Delete these items and their evidence (a scope that is forgotten), lay out
         again the slots that lost a state, and delete the entities no item is about any
-        more. Returns the ids deleted and how many entities went. Trusted code only: the
-        cascades check the caller's grants on what they forget."""
+        more; what names the items (``dependents.items_purged``) is forgotten first and
+        counted in ``forgotten``. Returns the ids deleted and how many entities went.
+        Trusted code only: the cascades check the caller's grants on what they forget."""
         wanted = list(dict.fromkeys(ids))
         chosen = MemoryItem.objects.filter(pk__in=wanted)
         self.lock_agents(chosen.values_list("agent_id", flat=True))
@@ -158,6 +162,7 @@ class ItemTransitions(ItemRules):
         if not rows:
             return [], 0
         purged = [item.pk for item in rows]
+        items_purged(purged, forgotten)
         slots = {(Slot(item.subject_id, item.attribute), MemoryScope.of(item)) for item in rows}
         subjects = sorted({item.subject_id for item in rows})
         Evidence.objects.filter(item_id__in=purged).delete()

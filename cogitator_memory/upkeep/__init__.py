@@ -1,0 +1,17 @@
+"""Between runs: the pre-turn brief, observations of entities, consolidation into a
+playbook. Each asks a model through the ``llm`` seam and checks what it answers before
+anything is kept."""
+
+from cogitator_memory.files.paths import (
+    MEMORY_RESERVED_PATHS,
+    OBSERVATIONS_DIRECTORY,
+    PLAYBOOK_DRAFT_PATH,
+    PLAYBOOK_PATH,
+)
+
+__all__ = [
+    "MEMORY_RESERVED_PATHS",
+    "OBSERVATIONS_DIRECTORY",
+    "PLAYBOOK_DRAFT_PATH",
+    "PLAYBOOK_PATH",
+]
