@@ -90,6 +90,7 @@ __all__ = [
     "retry_jobs",
     "run_constraints",
     "run_job",
+    "status_known",
     "sweep",
     "tasks_run_eagerly",
 ]
@@ -151,14 +152,19 @@ def tasks_run_eagerly() -> bool:
     return current_app.conf.task_always_eager is True
 
 
+def status_known(prefix: str) -> models.CheckConstraint:
+    """A job table's constraint, named after ``prefix``: its status is a known one."""
+    return models.CheckConstraint(
+        condition=models.Q(status__in=[choice.value for choice in RunStatus]),
+        name=f"{prefix}_status_known",
+    )
+
+
 def run_constraints(prefix: str) -> list[models.BaseConstraint]:
     """A run table's constraints, named after ``prefix``: its status is a known one, and
     a thread has at most one queued and one running run."""
     return [
-        models.CheckConstraint(
-            condition=models.Q(status__in=[choice.value for choice in RunStatus]),
-            name=f"{prefix}_status_known",
-        ),
+        status_known(prefix),
         # The database, not a read-then-write, keeps a thread to one queued run (which
         # requests join) and one running run (a claim of the next waits for it).
         models.UniqueConstraint(

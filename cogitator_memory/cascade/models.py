@@ -17,7 +17,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from cogitator_memory.grants import USER_ID_MAX_LENGTH
-from cogitator_memory.jobs import OPEN_RUN_STATUSES, JobRecord, RunStatus, due_index
+from cogitator_memory.jobs import OPEN_RUN_STATUSES, JobRecord, due_index, status_known
 
 __all__ = ["ForgetRun", "new_forget_run_id"]
 
@@ -56,10 +56,7 @@ class ForgetRun(JobRecord):
         verbose_name = _("forget run")
         verbose_name_plural = _("forget runs")
         constraints = [
-            models.CheckConstraint(
-                condition=models.Q(status__in=[choice.value for choice in RunStatus]),
-                name="cm_forget_run_status_known",
-            ),
+            status_known("cm_forget_run"),
             # At most one open run per user: a second request for the same agents joins
             # it, one for other agents is refused until it is done.
             models.UniqueConstraint(

@@ -24,7 +24,7 @@ from cogitator_memory.embeddings.types import AGENT_ID_KEY as AGENT_ID_KEY
 from cogitator_memory.embeddings.types import INDEX_KEY as INDEX_KEY
 from cogitator_memory.embeddings.types import THREAD_ID_KEY as THREAD_ID_KEY
 from cogitator_memory.embeddings.types import USER_ID_KEY as USER_ID_KEY
-from cogitator_memory.jobs import JobRecord, RunStatus, due_index
+from cogitator_memory.jobs import JobRecord, due_index, status_known
 
 
 def new_embedding_id() -> str:
@@ -122,9 +122,6 @@ class PendingVector(JobRecord):
         verbose_name = _("pending vector")
         verbose_name_plural = _("pending vectors")
         constraints = [
-            models.CheckConstraint(
-                condition=models.Q(status__in=[choice.value for choice in RunStatus]),
-                name="cm_pending_vector_status_known",
-            ),
+            status_known("cm_pending_vector"),
         ]
         indexes = [due_index("cm_pending_vector")]
