@@ -47,11 +47,13 @@ class CogitatorMemoryConfig(AppConfig):
         from cogitator_memory.compaction.runs import register_compaction_jobs
         from cogitator_memory.embeddings.pending_vectors import register_pending_vector_jobs
         from cogitator_memory.items.runs import register_extraction_jobs
+        from cogitator_memory.upkeep.passes import register_upkeep_jobs
 
         register_extraction_jobs()
         register_compaction_jobs()
         register_forget_jobs()
         register_pending_vector_jobs()
+        register_upkeep_jobs()
         # Every kind of vector the app writes, for the pruner and the searches' check of
         # each hit against its source.
         vector_sources.register_source(MESSAGE_VECTORS)

@@ -26,6 +26,7 @@ class Work(StrEnum):
     VACUUM_TABLES = "vacuum_tables"
     FORGET_USER = "forget_user"
     EMBED_ENTRIES = "embed_entries"
+    UPKEEP_SCOPE = "upkeep_scope"
 
 
 _offered: dict[Work, Any] = {}

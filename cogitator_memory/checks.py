@@ -112,6 +112,18 @@ SECTION_VALIDATORS: dict[str, dict[str, Validator]] = {
         "RETRY_FACTOR": positive_number(),
         "REPUBLISH_AFTER_SECONDS": whole_number(1),
     },
+    "UPKEEP": {
+        "ENABLED": boolean(),
+        "OBSERVATIONS": boolean(),
+        "CONSOLIDATION": boolean(),
+        "PLAYBOOK_MODE": one_of(["shadow", "apply"]),
+        "MAX_ENTITIES": whole_number(1, 100),
+        "MIN_ITEMS": whole_number(1),
+        "MAX_CHANGES": whole_number(1),
+        "MAX_SUBJECTS": whole_number(1),
+        "ITEMS_PER_BATCH": whole_number(1, 100_000),
+        "SCOPES_PER_PASS": whole_number(1),
+    },
     "EMBEDDINGS": {
         "PROVIDER": name_or_path(PROVIDERS, "Providers", optional=True),
         "MODEL": text(optional=True),

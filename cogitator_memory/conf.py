@@ -131,6 +131,31 @@ DEFAULTS: dict[str, Any] = {
         # message was lost, or the broker was down when it was written).
         "REPUBLISH_AFTER_SECONDS": 120,
     },
+    # Between runs (upkeep/): observations of entities and consolidation, by the model of
+    # LLM, in Celery. The sleep-time pass (beat) visits the scopes whose items were recorded
+    # or activated since it last looked.
+    "UPKEEP": {
+        # Run the sleep-time pass on beat. Off by default; the API and the admin can still
+        # ask for upkeep of a scope.
+        "ENABLED": False,
+        # What a pass does: refresh observations, consolidate (dedupe, fold lessons).
+        "OBSERVATIONS": True,
+        "CONSOLIDATION": True,
+        # "shadow": folded lessons go to the playbook's draft, for a person to promote in
+        # the admin; "apply": into the playbook (one every user of the agent shares still
+        # takes only system lessons, and drafts the rest).
+        "PLAYBOOK_MODE": "shadow",
+        # Observations: entities rewritten per refresh, and the facts an entity needs to
+        # keep its observation.
+        "MAX_ENTITIES": 3,
+        "MIN_ITEMS": 3,
+        # Dedupe: items marked stale per run, and entities asked about per run.
+        "MAX_CHANGES": 10,
+        "MAX_SUBJECTS": 10,
+        # The pass: items read per batch (one transaction), scopes queued per pass.
+        "ITEMS_PER_BATCH": 1000,
+        "SCOPES_PER_PASS": 1000,
+    },
     # The embedding service and the vector store of recall and search. PROVIDER None
     # means recall searches without vectors, as the specification allows.
     "EMBEDDINGS": {

@@ -445,6 +445,16 @@ class ExtractionRunNotFound(NotFound):
         self.run_id = run_id
 
 
+class UpkeepRunNotFound(NotFound):
+    """No upkeep run has this id (or the caller's grants do not reach its scope)."""
+
+    code = "upkeep_run_not_found"
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"Upkeep run not found: {run_id!r}")
+        self.run_id = run_id
+
+
 class ExtractionAnswerError(ServiceFailed):
     """The extraction model answered a window without a JSON array, try after try."""
 

@@ -16,6 +16,7 @@ from cogitator_memory.keywords.models import KeywordCorpus, KeywordPosting, Keyw
 from cogitator_memory.outbox.models import OutboxMessage
 from cogitator_memory.sessions.models import ChannelSession, SessionStatus
 from cogitator_memory.threads.models import Entry, EntryType, Role, Thread, ThreadUser
+from cogitator_memory.upkeep.records import UpkeepCursor, UpkeepRun, UpkeepScopeState
 
 __all__ = [
     "ChannelSession",
@@ -40,4 +41,7 @@ __all__ = [
     "SessionStatus",
     "Thread",
     "ThreadUser",
+    "UpkeepCursor",
+    "UpkeepRun",
+    "UpkeepScopeState",
 ]

@@ -17,8 +17,9 @@ Everything that differs between machines comes from the environment:
   ``DJANGO_HSTS_SECONDS``, ``DJANGO_HSTS_PRELOAD``, ``DJANGO_SECURE_SSL_REDIRECT``,
   ``DJANGO_SECURE_REDIRECT_EXEMPT``, ``DJANGO_TRUSTED_PROXIES``; failed admin logins:
   ``AXES_FAILURE_LIMIT``, ``AXES_COOLOFF_MINUTES``. README.md, "Deploying safely".
-- ``COGITATOR_MEMORY_LLM_*``, ``_EMBEDDINGS_*``, ``_EXTRACTION_*``, ``_COMPACTION_*``: keys of
-  ``COGITATOR_MEMORY`` (below; README, "Health and readiness", lists them).
+- ``COGITATOR_MEMORY_LLM_*``, ``_EMBEDDINGS_*``, ``_EXTRACTION_*``, ``_COMPACTION_*``,
+  ``_UPKEEP_*``: keys of ``COGITATOR_MEMORY`` (below; README, "Health and readiness", lists
+  them).
 """
 
 from __future__ import annotations
@@ -336,6 +337,15 @@ COGITATOR_MEMORY: dict = {
             for key in ("THRESHOLD", "MESSAGE_THRESHOLD", "KEEP_RECENT")
             if (value := os.environ.get(f"COGITATOR_MEMORY_COMPACTION_{key}"))
         },
+    },
+    # Between runs ("UPKEEP"): the sleep-time pass on beat, off unless turned on here.
+    "UPKEEP": {
+        "ENABLED": env_flag("COGITATOR_MEMORY_UPKEEP_ENABLED", False),
+        **env_values(
+            "COGITATOR_MEMORY_UPKEEP_",
+            texts=("PLAYBOOK_MODE",),
+            numbers=("MAX_ENTITIES", "MIN_ITEMS", "MAX_CHANGES", "MAX_SUBJECTS"),
+        ),
     },
     # Jobs of record: attempts, lease, backoff ("JOBS"); the app's defaults unless set.
     "JOBS": {

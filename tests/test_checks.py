@@ -330,6 +330,16 @@ GOOD_VALUES = [
     ("QUOTAS", "MODEL_RUNS_PER_AGENT", 100),
     ("QUOTAS", "MODEL_RUNS_PER_USER", 1),
     ("QUOTAS", "PERIOD", 86_400),
+    ("UPKEEP", "ENABLED", True),
+    ("UPKEEP", "OBSERVATIONS", False),
+    ("UPKEEP", "CONSOLIDATION", False),
+    ("UPKEEP", "PLAYBOOK_MODE", "apply"),
+    ("UPKEEP", "MAX_ENTITIES", 10),
+    ("UPKEEP", "MIN_ITEMS", 1),
+    ("UPKEEP", "MAX_CHANGES", 50),
+    ("UPKEEP", "MAX_SUBJECTS", 1),
+    ("UPKEEP", "ITEMS_PER_BATCH", 100_000),
+    ("UPKEEP", "SCOPES_PER_PASS", 10_000),
 ]
 
 
@@ -511,6 +521,16 @@ BAD_VALUES = [
     ("QUOTAS", "MODEL_RUNS_PER_AGENT", 0, "E004", "must be greater than 0, not 0"),
     ("QUOTAS", "MODEL_RUNS_PER_USER", "5", "E002", "must be None or an int, not str"),
     ("QUOTAS", "PERIOD", 0, "E004", "must be between 1 and 86400, not 0"),
+    ("UPKEEP", "PLAYBOOK_MODE", "auto", "E006", "must be one of shadow, apply, not 'auto'"),
+    ("UPKEEP", "MAX_ENTITIES", 0, "E004", "must be between 1 and 100, not 0"),
+    ("UPKEEP", "SCOPES_PER_PASS", "many", "E002", "must be an int, not str"),
+    ("UPKEEP", "ENABLED", "yes", "E002", "must be a bool, not str"),
+    ("UPKEEP", "OBSERVATIONS", 1, "E002", "must be a bool, not int"),
+    ("UPKEEP", "CONSOLIDATION", None, "E002", "must be a bool, not NoneType"),
+    ("UPKEEP", "MIN_ITEMS", 0, "E004", "must be greater than 0, not 0"),
+    ("UPKEEP", "MAX_CHANGES", -1, "E004", "must be greater than 0, not -1"),
+    ("UPKEEP", "MAX_SUBJECTS", 2.5, "E002", "must be an int, not float"),
+    ("UPKEEP", "ITEMS_PER_BATCH", 0, "E004", "must be between 1 and 100000, not 0"),
 ]
 
 

@@ -67,6 +67,12 @@ NOT_DERIVED: dict[str, str] = {
     "(MemoryCascade.delete_user)",
     "ForgetRun": "the record of forgetting a user: the user id, agents and counts, no entry "
     "id and no text of what went",
+    "UpkeepRun": "upkeep of a scope: the scope, counts and an error, no entry id and no text "
+    "of memory; goes with the scope's user (MemoryCascade.delete_user)",
+    "UpkeepScopeState": "where upkeep of a scope stands: the scope and times; goes with the "
+    "scope's user (MemoryCascade.delete_user)",
+    "UpkeepCursor": "how far the sleep-time pass read the items: a time and an item id, "
+    "a position in the table, not a text of memory",
 }
 
 

@@ -36,6 +36,11 @@ from cogitator_memory.api.views.items import (
 from cogitator_memory.api.views.search import SearchView
 from cogitator_memory.api.views.sessions import SessionDetailView, SessionListView
 from cogitator_memory.api.views.threads import ThreadDetailView, ThreadListView
+from cogitator_memory.api.views.upkeep import (
+    ConsolidationView,
+    ObservationsRefreshView,
+    UpkeepRunView,
+)
 
 app_name = "cogitator_memory_api"
 
@@ -77,4 +82,7 @@ urlpatterns = [
     path("users/<path:user_id>/export/", UserExportView.as_view(), name="user-export"),
     path("users/<path:user_id>/forget/", UserForgetView.as_view(), name="user-forget"),
     path("forgets/<str:run_id>/", ForgetRunView.as_view(), name="forget-run"),
+    path("observations/refresh/", ObservationsRefreshView.as_view(), name="observations-refresh"),
+    path("consolidation/", ConsolidationView.as_view(), name="consolidation"),
+    path("upkeep-runs/<str:run_id>/", UpkeepRunView.as_view(), name="upkeep-run"),
 ]

@@ -37,6 +37,7 @@ from cogitator_memory.items.models import Entity, MemoryItem
 from cogitator_memory.items.services import MemoryItems
 from cogitator_memory.sessions.models import ChannelSession
 from cogitator_memory.threads.models import REDACTED_TEXT, Thread
+from cogitator_memory.upkeep.records import UpkeepRun, UpkeepScopeState
 
 __all__ = ["agents_with_data", "forget_thread_scope", "forget_user_scope"]
 
@@ -92,6 +93,9 @@ def forget_user_scope(
     agent. Call inside a transaction."""
     owned = MemoryItem.objects.filter(agent_id=agent_id, user_id=user_id)
     _purge_items(items, list(owned.values_list("pk", flat=True)), report)
+    # The upkeep of the user's scopes: its runs (their counts, no text) and pass states.
+    report.runs += UpkeepRun.objects.filter(agent_id=agent_id, user_id=user_id).delete()[0]
+    UpkeepScopeState.objects.filter(agent_id=agent_id, user_id=user_id).delete()
     # Entities of the user no item is about (the purge took those it left without one).
     unused = Entity.objects.filter(agent_id=agent_id, user_id=user_id, items__isnull=True)
     entity_ids = list(unused.values_list("pk", flat=True))

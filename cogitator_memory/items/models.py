@@ -226,6 +226,12 @@ class MemoryItem(ScopeFields):
             models.Index(fields=["status", "-recorded_at"], name="cm_item_status_recorded"),
             # The review list of every status, newest first (ties by id).
             models.Index(fields=["-recorded_at", "-id"], name="cm_item_recorded"),
+            # The sleep-time pass reads the items activated since it last looked.
+            models.Index(
+                fields=["activated_at", "id"],
+                condition=models.Q(activated_at__isnull=False),
+                name="cm_item_activated",
+            ),
             # A user's items in every agent (the export), and the items of one thread's
             # scope (deleting the thread): forgetting reads only those rows.
             models.Index(

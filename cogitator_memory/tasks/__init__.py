@@ -9,4 +9,5 @@ from cogitator_memory.tasks import (  # noqa: F401
     forgetting,
     maintenance,
     sweeper,
+    upkeep,
 )

@@ -72,6 +72,7 @@ from cogitator_memory.items.statements import NewEvidence, NewItem
 from cogitator_memory.sessions.models import ChannelSession
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import EntryType, Role
+from cogitator_memory.upkeep.records import UpkeepRun, UpkeepWork
 from project.settings import database_from_url
 from project.wsgi import application
 from tests.examples import examples
@@ -295,6 +296,14 @@ def write_fixed_memory() -> None:
     ChannelSession.objects.create(id=SESSION_ID, thread=main, **SESSION_KEY)
     # A forgetting asked for by no one left (a superuser reads every run).
     ForgetRun.objects.create(id=RUN_ID, user_id="bea", agent_ids=None, status=RunStatus.DONE)
+    UpkeepRun.objects.create(
+        id=RUN_ID,
+        agent_id=GRANTED_AGENT,
+        user_id="ana",
+        scope_key="st",
+        work=UpkeepWork.PASS,
+        status=RunStatus.DONE,
+    )
     # Memory files: ana's, one every user of agent-1 shares, and one of agent-2.
     files = MemoryFiles()
     for scope, path, text in (

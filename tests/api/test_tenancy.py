@@ -41,6 +41,8 @@ from cogitator_memory.items.models import ExtractionRun, MemoryItem, RunStatus
 from cogitator_memory.items.services import MemoryItems
 from cogitator_memory.items.statements import NewEvidence, NewItem
 from cogitator_memory.sessions.models import ChannelSession
+from cogitator_memory.upkeep.passes import request_upkeep
+from cogitator_memory.upkeep.records import UpkeepRun, UpkeepWork
 from tests.api.conftest import (
     API,
     Conversation,
@@ -70,6 +72,7 @@ ID_PLACEHOLDERS = (
     "victim_file",
     "victim_session",
     "victim_forget_run",
+    "victim_upkeep_run",
 )
 MISSING = {
     "victim_thread": "no-such-thread",
@@ -86,6 +89,7 @@ MISSING = {
     "victim_file": "/memories/no-such-file.md",
     "victim_session": "sess_00000000000000000000000000000000",
     "victim_forget_run": "fgt_00000000000000000000000000000000",
+    "victim_upkeep_run": "upk_00000000000000000000000000000000",
 }
 OWN_FILE = "/memories/own.md"
 VICTIM_FILE = "/memories/victim-secret.md"
@@ -113,6 +117,7 @@ class World:
     own_session: ChannelSession | None = None
     victim_session: ChannelSession | None = None
     victim_forget_run: ForgetRun | None = None
+    victim_upkeep_run: UpkeepRun | None = None
     scenario: str = ""
 
     def names(self) -> dict[str, str]:
@@ -140,6 +145,7 @@ class World:
             "victim_file_sha256": hashlib.sha256(VICTIM_FILE_TEXT.encode()).hexdigest(),
             "victim_session": self.victim_session.pk if self.victim_session else "",
             "victim_forget_run": self.victim_forget_run.pk if self.victim_forget_run else "",
+            "victim_upkeep_run": self.victim_upkeep_run.pk if self.victim_upkeep_run else "",
         }
 
     def missing_names(self) -> dict[str, str]:
@@ -160,6 +166,7 @@ class World:
             VICTIM_FILE,
             *([self.victim_session.pk] if self.victim_session else []),
             *([self.victim_forget_run.pk] if self.victim_forget_run else []),
+            *([self.victim_upkeep_run.pk] if self.victim_upkeep_run else []),
         ]
 
 
@@ -322,6 +329,9 @@ def world(
     asker = victim.user or make_user("victim-person")
     world.victim_forget_run = ForgetRun.objects.create(
         user_id=victim_user, agent_ids=[victim_agent], requested_by=asker, status=RunStatus.DONE
+    )
+    world.victim_upkeep_run, _ = request_upkeep(
+        MemoryScope(victim_agent, user_id=victim_user), work=UpkeepWork.CONSOLIDATION
     )
     return world
 
@@ -742,6 +752,37 @@ FORGET_ROWS: dict[tuple[str, str], list[Attempt]] = {
         ),
     ],
     ("forgets/<str:run_id>/", "OPTIONS"): options("forgets/{victim_forget_run}/"),
+}
+
+
+# Upkeep of a scope: asking for it in a scope the grants do not reach is refused (403)
+# before anything is written; a run of such a scope reads as one that does not exist.
+UPKEEP_ROWS: dict[tuple[str, str], list[Attempt]] = {
+    **{
+        (route, "POST"): [
+            forbidden_write(f"{label} of the victim's scope", route, VICTIM_SCOPE_BODY),
+            forbidden_write(
+                f"{label} of the victim's agent, no user", route, {"agent_id": "{victim_agent}"}
+            ),
+        ]
+        for route, label in (
+            ("observations/refresh/", "refresh the observations"),
+            ("consolidation/", "consolidate"),
+        )
+    },
+    ("observations/refresh/", "OPTIONS"): options("observations/refresh/"),
+    ("consolidation/", "OPTIONS"): options("consolidation/"),
+    ("upkeep-runs/<str:run_id>/", "GET"): [
+        refused(
+            "read the victim's upkeep run",
+            "upkeep-runs/{victim_upkeep_run}/",
+            "upkeep_run_not_found",
+        ),
+    ],
+    ("upkeep-runs/<str:run_id>/", "HEAD"): [
+        Attempt("head of the victim's upkeep run", "upkeep-runs/{victim_upkeep_run}/", 404),
+    ],
+    ("upkeep-runs/<str:run_id>/", "OPTIONS"): options("upkeep-runs/{victim_upkeep_run}/"),
 }
 
 
@@ -1213,6 +1254,7 @@ MATRIX: dict[tuple[str, str], list[Attempt]] = {
     **SESSION_ROWS,
     **EXPORT_ROWS,
     **FORGET_ROWS,
+    **UPKEEP_ROWS,
 }
 
 
@@ -1294,6 +1336,9 @@ def test_the_walk_finds_the_endpoints_of_the_api():
         "users/<path:user_id>/export/",
         "users/<path:user_id>/forget/",
         "forgets/<str:run_id>/",
+        "observations/refresh/",
+        "consolidation/",
+        "upkeep-runs/<str:run_id>/",
     }
     # when
     declared = declared_endpoints()
