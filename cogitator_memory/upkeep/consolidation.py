@@ -190,15 +190,14 @@ class MemoryConsolidator:
     @staticmethod
     def _shown_items(scope: MemoryScope, subject_id: str) -> list[MemoryItem]:
         """The active items of one subject in exactly ``scope``, newest first, with their
-        subject, in one query."""
-        rows = (
-            MemoryItem.objects.filter(
-                exact_scope_q(scope), status=ItemStatus.ACTIVE, subject_id=subject_id
-            )
-            .select_related("subject")
-            .order_by("-recorded_at", "-id")[:MAX_SUBJECT_ITEMS]
-        )
-        return list(rows)
+        subject, in one query. Sorted here, not in SQL: an ORDER BY on when items were
+        recorded tempts a planner without statistics (SQLite) into an index by status
+        and time, read across every agent, instead of the subject's or the scope's."""
+        rows = MemoryItem.objects.filter(
+            exact_scope_q(scope), status=ItemStatus.ACTIVE, subject_id=subject_id
+        ).select_related("subject")
+        newest_first = sorted(rows, key=lambda item: (item.recorded_at, item.pk), reverse=True)
+        return newest_first[:MAX_SUBJECT_ITEMS]
 
     def _mark(self, scope: MemoryScope, drops: Sequence[Drop]) -> list[StaleMark]:
         """Mark ``drops`` stale, in one transaction, when the item each keeps is still

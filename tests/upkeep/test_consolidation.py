@@ -25,6 +25,7 @@ from cogitator_memory.llm.scripted import ScriptedAnswer, ScriptedModel
 from cogitator_memory.upkeep import DedupeResult, MemoryConsolidator, StaleMark
 from cogitator_memory.upkeep.dedupe_checks import MAX_NOTE_CHARS
 from cogitator_memory.upkeep.dedupe_prompt import DEDUPE_PROMPT
+from tests.cascade.test_lookups_by_index import plan, reads_by_index
 
 pytestmark = pytest.mark.django_db
 
@@ -519,3 +520,28 @@ def test_a_model_that_is_not_callable_is_refused() -> None:
     with pytest.raises(InvalidConsolidation) as raised:
         dedupe(bad)
     assert raised.value.errors == {"summarize": ["Give a model client (a Summarize callable)."]}
+
+
+def test_the_subjects_and_their_items_are_read_through_indexes() -> None:
+    """The statements a pass sends, explained: the scope's subjects are found by the
+    scope's user through an index, each subject's items by the subject or the scope's
+    user through one (whichever the planner finds cheaper), never across other scopes."""
+    first = remember("vegetarian", attribute="diet")
+    remember("eats no meat", attribute="food")
+    with CaptureQueriesContext(connection) as captured:
+        dedupe(ScriptedModel([answer()]))
+    table = MemoryItem._meta.db_table
+    reads = [
+        query["sql"]
+        for query in captured.captured_queries
+        if query["sql"].startswith("SELECT") and f'FROM "{table}"' in query["sql"]
+    ]
+    grouped = [sql for sql in reads if "GROUP BY" in sql]
+    by_subject = [sql for sql in reads if "GROUP BY" not in sql and '"subject_id" = ' in sql]
+    assert len(grouped) == 1 and len(by_subject) == 1
+    assert reads_by_index(plan(grouped[0], table, "user_id"), table, "user_id")
+    subject_plan = plan(by_subject[0], table, "subject_id")
+    assert reads_by_index(subject_plan, table, "subject_id") or reads_by_index(
+        subject_plan, table, "user_id"
+    ), subject_plan
+    assert first.subject_id in by_subject[0]
