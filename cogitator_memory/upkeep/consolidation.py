@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Max
 from django.utils import timezone
 
 from cogitator_memory.exceptions import InvalidConsolidation
@@ -70,14 +70,6 @@ class DedupeResult:
 class _Subject:
     subject_id: str
     newest: datetime
-
-
-def exact_scope_q(scope: MemoryScope) -> Q:
-    """Rows of exactly ``scope``: not those shared wider, not those of narrower scopes."""
-    condition = Q()
-    for name, value in scope.as_fields().items():
-        condition &= Q(**{f"{name}__isnull": True}) if value is None else Q(**{name: value})
-    return condition
 
 
 def _check_arguments(
@@ -177,7 +169,8 @@ class MemoryConsolidator:
         repeats nothing), by the newest of those, oldest first; with ``since``, only those
         whose newest came after it. One query on the scope's indexed columns."""
         rows = (
-            MemoryItem.objects.filter(exact_scope_q(scope), status=ItemStatus.ACTIVE)
+            MemoryItem.objects.of_exact_scope(scope)
+            .filter(status=ItemStatus.ACTIVE)
             .values("subject_id")
             .annotate(newest=Max("recorded_at"), held=Count("id"))
             .filter(held__gte=2)
@@ -193,9 +186,11 @@ class MemoryConsolidator:
         subject, in one query. Sorted here, not in SQL: an ORDER BY on when items were
         recorded tempts a planner without statistics (SQLite) into an index by status
         and time, read across every agent, instead of the subject's or the scope's."""
-        rows = MemoryItem.objects.filter(
-            exact_scope_q(scope), status=ItemStatus.ACTIVE, subject_id=subject_id
-        ).select_related("subject")
+        rows = (
+            MemoryItem.objects.of_exact_scope(scope)
+            .filter(status=ItemStatus.ACTIVE, subject_id=subject_id)
+            .select_related("subject")
+        )
         newest_first = sorted(rows, key=lambda item: (item.recorded_at, item.pk), reverse=True)
         return newest_first[:MAX_SUBJECT_ITEMS]
 
@@ -210,9 +205,9 @@ class MemoryConsolidator:
             self.items.lock_agents([scope.agent_id])
             kept_ids = {drop.kept_id for drop in drops}
             standing = set(
-                MemoryItem.objects.filter(
-                    exact_scope_q(scope), status=ItemStatus.ACTIVE, pk__in=kept_ids
-                ).values_list("pk", flat=True)
+                MemoryItem.objects.of_exact_scope(scope)
+                .filter(status=ItemStatus.ACTIVE, pk__in=kept_ids)
+                .values_list("pk", flat=True)
             )
             # One call per group of the answer: its drops share one reason.
             groups: dict[tuple[str, Reason, str], list[str]] = {}
