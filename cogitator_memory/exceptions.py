@@ -709,3 +709,13 @@ class InvalidContextConfig(InvalidInput):
     unknown strategy or time zone, a negative budget, no budget from either side."""
 
     code = "invalid_context_config"
+
+
+# --- between runs --------------------------------------------------------------------------
+
+
+class InvalidConsolidation(InvalidInput):
+    """A consolidation asked with arguments that cannot work: a cap below 1, a ``since``
+    without a time zone."""
+
+    code = "invalid_consolidation"

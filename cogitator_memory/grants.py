@@ -248,6 +248,16 @@ def memory_scope_q(scope: MemoryScope, *, prefix: str = "") -> Q:
     return condition
 
 
+def exact_scope_q(scope: MemoryScope, *, prefix: str = "") -> Q:
+    """Rows of exactly ``scope``: neither those shared wider nor those of a narrower scope
+    (a user's rows within an agent-wide scope, a thread's within a user's)."""
+    condition = Q()
+    for name, value in scope.as_fields().items():
+        column = f"{prefix}{name}"
+        condition &= Q(**{f"{column}__isnull": True}) if value is None else Q(**{column: value})
+    return condition
+
+
 def memory_scope_sql(scope: MemoryScope, *, table: str = "") -> tuple[list[str], list[Any]]:
     """``memory_scope_q`` as raw SQL conditions on the scope columns (of ``table``, an alias,
     where given), and their parameters."""
@@ -332,3 +342,7 @@ class ScopedQuerySet(GrantedQuerySet[_M]):
     def seen_from(self, scope: MemoryScope) -> Self:
         """The rows a run of ``scope`` sees: its own and those shared wider in its agent."""
         return self.filter(memory_scope_q(scope))
+
+    def of_exact_scope(self, scope: MemoryScope) -> Self:
+        """The rows of exactly ``scope`` (``exact_scope_q``)."""
+        return self.filter(exact_scope_q(scope))

@@ -3,7 +3,8 @@
 import pytest
 
 from cogitator_memory.exceptions import InvalidInput
-from cogitator_memory.grants import Grants, grants_condition, thread_owner
+from cogitator_memory.grants import Grants, MemoryScope, grants_condition, thread_owner
+from cogitator_memory.items.models import Entity
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Entry, Thread
 
@@ -159,3 +160,19 @@ def test_every_model_with_an_owner_gets_visible_to_from_the_one_mixin() -> None:
         if set(SCOPE_FIELDS) <= columns:
             assert isinstance(rows, ScopedQuerySet), model.__name__
     assert {"Thread", "Entry", "MemoryItem", "Embedding", "KeywordCorpus"} <= set(checked)
+
+
+def test_of_exact_scope_reads_neither_wider_nor_narrower_scopes() -> None:
+    scopes = [
+        MemoryScope("agent-a"),
+        MemoryScope("agent-a", user_id="u1"),
+        MemoryScope("agent-a", user_id="u1", project_id="p"),
+        MemoryScope("agent-a", user_id="u1", thread_id="t"),
+        MemoryScope("agent-a", user_id="u2"),
+        MemoryScope("agent-b", user_id="u1"),
+    ]
+    for number, scope in enumerate(scopes):
+        Entity.objects.create(**scope.as_fields(), name=f"e{number}", key=f"e{number}")
+    for number, scope in enumerate(scopes):
+        names = set(Entity.objects.of_exact_scope(scope).values_list("name", flat=True))
+        assert names == {f"e{number}"}, scope

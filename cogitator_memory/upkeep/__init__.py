@@ -8,10 +8,14 @@ from cogitator_memory.files.paths import (
     PLAYBOOK_DRAFT_PATH,
     PLAYBOOK_PATH,
 )
+from cogitator_memory.upkeep.consolidation import DedupeResult, MemoryConsolidator, StaleMark
 
 __all__ = [
     "MEMORY_RESERVED_PATHS",
     "OBSERVATIONS_DIRECTORY",
     "PLAYBOOK_DRAFT_PATH",
     "PLAYBOOK_PATH",
+    "DedupeResult",
+    "MemoryConsolidator",
+    "StaleMark",
 ]
