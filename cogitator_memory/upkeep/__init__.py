@@ -8,10 +8,23 @@ from cogitator_memory.files.paths import (
     PLAYBOOK_DRAFT_PATH,
     PLAYBOOK_PATH,
 )
+from cogitator_memory.upkeep.observation_files import (
+    ObservationRecord,
+    observation_file,
+    observation_path,
+    parse_observation,
+)
+from cogitator_memory.upkeep.observations import MemoryObservations, ObservationRefresh
 
 __all__ = [
     "MEMORY_RESERVED_PATHS",
     "OBSERVATIONS_DIRECTORY",
     "PLAYBOOK_DRAFT_PATH",
     "PLAYBOOK_PATH",
+    "MemoryObservations",
+    "ObservationRecord",
+    "ObservationRefresh",
+    "observation_file",
+    "observation_path",
+    "parse_observation",
 ]
