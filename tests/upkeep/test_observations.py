@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from cogitator_memory.dependents import Forgotten
 from cogitator_memory.exceptions import MemoryFileReserved
 from cogitator_memory.files.access import FileAccess
 from cogitator_memory.files.models import Author, MemoryFileVersion
@@ -15,8 +16,10 @@ from cogitator_memory.files.services import MemoryFiles
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import ItemKind, ItemStatus, MemoryItem, Trust
 from cogitator_memory.items.services import MemoryItems
-from cogitator_memory.items.statements import NewItem
+from cogitator_memory.items.statements import NewEvidence, NewItem
 from cogitator_memory.llm.scripted import ScriptedModel
+from cogitator_memory.threads import services as threads
+from cogitator_memory.threads.models import REDACTED_TEXT
 from cogitator_memory.upkeep import (
     MEMORY_RESERVED_PATHS,
     OBSERVATIONS_DIRECTORY,
@@ -250,3 +253,64 @@ def test_parse_observation_refuses_files_that_are_not_observations() -> None:
     notes = files.put(access, "/memories/notes.md", "# Ana\n- likes tea [item:item_1]\n")
     plain = files.put(access, f"{OBSERVATIONS_DIRECTORY}/plain.md", "# Ana\nno header\n")
     assert parse_observation(notes) is None and parse_observation(plain) is None
+
+
+# --- forgetting ------------------------------------------------------------------------
+
+
+def test_deleting_the_entries_an_item_stands_on_redacts_the_observation_naming_it() -> None:
+    # given Ana's facts, one of them said in a thread, and her observation naming it
+    threads.create_thread("concierge", {"userId": "ana"}, thread_id="chat")
+    said = threads.add_entry("chat", role="user", content="I am allergic to peanuts")
+    quoted = (
+        MemoryItems()
+        .write(
+            ANA,
+            NewItem(
+                kind=ItemKind.FACT,
+                subject="Ana",
+                attribute="allergy",
+                value="peanuts",
+                trust=Trust.SYSTEM,
+                evidence=[NewEvidence(quote="allergic to peanuts", entry_id=said.pk)],
+            ),
+        )
+        .item
+    )
+    diet = fact("diet", "vegetarian")
+    home = fact("home city", "Lisbon")
+    fact("pet", "a cat")
+    model = ScriptedModel([answer(("No peanuts.", [quoted.pk]), ("No meat.", [diet.pk]))])
+    observations = MemoryObservations()
+    [path] = observations.refresh(ANA, summarize=model).written
+    first = MemoryFileVersion.objects.get(path=path)
+    # when the thread is deleted (its items go with it)
+    threads.delete_thread("chat")
+    # then the version naming the item is redacted and the file is gone from the listing
+    assert not MemoryItem.objects.filter(pk=quoted.pk).exists()
+    first.refresh_from_db()
+    assert first.content == REDACTED_TEXT and first.redaction is not None
+    assert observations.read(ANA) == []
+    assert MemoryFiles().read(FileAccess(scope=ANA), path) is None
+    # and the next refresh writes it again from the facts left
+    model.add(answer(("Lives in Lisbon.", [home.pk])))
+    assert observations.refresh(ANA, summarize=model).written == [path]
+    [again] = observations.read(ANA)
+    assert quoted.pk not in again.item_ids
+
+
+def test_purging_items_counts_the_versions_and_files_it_forgot() -> None:
+    diet, allergy, _home = three_facts()
+    model = ScriptedModel([answer(("No meat.", [diet.pk]))])
+    observations = MemoryObservations()
+    [path] = observations.refresh(ANA, summarize=model).written
+    fact("pet", "a cat")
+    model.add(answer(("No meat, no peanuts.", [diet.pk, allergy.pk])))
+    observations.refresh(ANA, summarize=model)
+    untouched = fact("job", "pilot", subject="Bob", scope=MemoryScope("concierge", user_id="bob"))
+    forgotten = Forgotten()
+    MemoryItems().purge([diet.pk, untouched.pk], forgotten)
+    # both versions named the item; the file is deleted once
+    assert (forgotten["file_versions"], forgotten["files"]) == (2, 1)
+    versions = MemoryFileVersion.objects.filter(path=path).order_by("sequence")
+    assert [v.content for v in versions] == [REDACTED_TEXT, REDACTED_TEXT, None]
