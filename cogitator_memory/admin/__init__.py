@@ -1,6 +1,15 @@
 """Admin registrations, one module per model group."""
 
-from cogitator_memory.admin import files, items, jobs, outbox, runs, sessions, threads  # noqa: F401
+from cogitator_memory.admin import (  # noqa: F401
+    entities,
+    files,
+    items,
+    jobs,
+    outbox,
+    runs,
+    sessions,
+    threads,
+)
 from cogitator_memory.checks import missing_required_apps
 
 # The grant form needs the user and API key models: without their apps it cannot be built,
