@@ -314,3 +314,20 @@ def test_purging_items_counts_the_versions_and_files_it_forgot() -> None:
     assert (forgotten["file_versions"], forgotten["files"]) == (2, 1)
     versions = MemoryFileVersion.objects.filter(path=path).order_by("sequence")
     assert [v.content for v in versions] == [REDACTED_TEXT, REDACTED_TEXT, None]
+
+
+def test_a_fact_closed_by_a_new_state_is_left_out_and_its_entity_written_again() -> None:
+    diet, allergy, home = three_facts()
+    model = ScriptedModel([answer(("Lives in Lisbon.", [home.pk]))])
+    observations = MemoryObservations()
+    observations.refresh(ANA, summarize=model)
+    moved = fact("home city", "Porto")
+    assert MemoryItem.objects.get(pk=home.pk).status == ItemStatus.SUPERSEDED
+    assert {item.pk for item in observations.facts(ANA)} == {diet.pk, allergy.pk, moved.pk}
+    # the model is shown the facts that hold: naming the closed one is naming one not given
+    model.add(answer(("Lives in Lisbon.", [home.pk]), ("Lives in Porto.", [moved.pk])))
+    refreshed = observations.refresh(ANA, summarize=model)
+    assert refreshed.model_calls == 1 and len(refreshed.written) == 1
+    [read] = observations.read(ANA)
+    assert read.text == "Lives in Porto." and list(read.item_ids) == [moved.pk]
+    assert home.pk not in model.calls[-1].messages[0]["content"]
