@@ -32,7 +32,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from cogitator_memory.context.facts import fact_text
-from cogitator_memory.exceptions import ConcurrentFileChange, FileVersionConflict
+from cogitator_memory.exceptions import ConcurrentFileChange, FileVersionConflict, InvalidInput
 from cogitator_memory.files.access import FileAccess
 from cogitator_memory.files.models import Author
 from cogitator_memory.files.paths import OBSERVATIONS_DIRECTORY
@@ -41,6 +41,7 @@ from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.items.extraction_prompt import first_object_array
 from cogitator_memory.items.models import ItemKind, ItemStatus, MemoryItem
 from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.limits import is_whole_number
 from cogitator_memory.llm.protocol import Message, Summarize
 from cogitator_memory.upkeep.observation_files import (
     ITEM_MARK,
@@ -230,7 +231,15 @@ class MemoryObservations:
         """Write again the observations of ``scope`` whose facts changed (newest first, at
         most ``max_entities``) and delete those whose entity has fewer than ``min_items``
         facts that hold. Raises what the model client raises (nothing is half written:
-        each file is one version)."""
+        each file is one version); ``InvalidInput`` for a bound that is not a whole number
+        (``max_entities`` 0 or more, ``min_items`` 1 or more)."""
+        errors = {}
+        if not is_whole_number(max_entities, minimum=0):
+            errors["max_entities"] = "A whole number of 0 or more."
+        if not is_whole_number(min_items, minimum=1):
+            errors["min_items"] = "A whole number of 1 or more."
+        if errors:
+            raise InvalidInput(errors)
         entities = self._entities(self.facts(scope))
         access = FileAccess(scope=scope, author=Author.MEMORY)
         standing = {
@@ -259,17 +268,18 @@ class MemoryObservations:
                 continue
             if FRUITLESS.fruitless(scope, entity.entity_id, fingerprint):
                 continue
-            due.append((entity, fingerprint))
-        due.sort(key=lambda pair: (pair[0].newest, pair[0].entity_id), reverse=True)
+            # An entity renamed keeps the file it has.
+            path = written.path if written else observation_path(entity.entity_id, entity.name)
+            due.append((entity, fingerprint, path))
+        due.sort(key=lambda task: (task[0].newest, task[0].entity_id), reverse=True)
         calls = 0
-        for entity, fingerprint in due[: max(max_entities, 0)]:
+        for entity, fingerprint, path in due[:max_entities]:
             calls += 1
             statements = self._ask(summarize, entity)
             if not statements:
                 FRUITLESS.remember(scope, entity.entity_id, fingerprint)
                 continue
             FRUITLESS.forget(scope, entity.entity_id)
-            path = observation_path(entity.entity_id, entity.name)
             current = standing.get(path)
             text = observation_file(
                 entity_id=entity.entity_id,

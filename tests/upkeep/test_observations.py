@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import pytest
 
 from cogitator_memory.dependents import Forgotten
-from cogitator_memory.exceptions import MemoryFileReserved
+from cogitator_memory.exceptions import InvalidInput, MemoryFileReserved
 from cogitator_memory.files.access import FileAccess
 from cogitator_memory.files.models import Author, MemoryFileVersion
 from cogitator_memory.files.services import MemoryFiles
@@ -331,3 +331,35 @@ def test_a_fact_closed_by_a_new_state_is_left_out_and_its_entity_written_again()
     [read] = observations.read(ANA)
     assert read.text == "Lives in Porto." and list(read.item_ids) == [moved.pk]
     assert home.pk not in model.calls[-1].messages[0]["content"]
+
+
+def test_an_entity_renamed_keeps_its_file() -> None:
+    diet, allergy, _home = three_facts()
+    model = ScriptedModel([answer(("No meat.", [diet.pk]))])
+    observations = MemoryObservations()
+    [path] = observations.refresh(ANA, summarize=model).written
+    entity = diet.subject
+    entity.name = "Ana Lima"
+    entity.save()
+    fact("pet", "a cat")
+    model.add(answer(("No meat, no peanuts.", [diet.pk, allergy.pk])))
+    assert observations.refresh(ANA, summarize=model).written == [path]
+    [read] = observations.read(ANA)
+    assert read.name == "Ana Lima"
+
+
+@pytest.mark.parametrize(
+    ("bounds", "field"),
+    [
+        ({"max_entities": -1}, "max_entities"),
+        ({"max_entities": True}, "max_entities"),
+        ({"min_items": 0}, "min_items"),
+        ({"min_items": "3"}, "min_items"),
+    ],
+)
+def test_bounds_that_are_not_whole_numbers_are_refused(
+    bounds: dict[str, object], field: str
+) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        MemoryObservations().refresh(ANA, summarize=ScriptedModel([]), **bounds)  # type: ignore[arg-type]
+    assert set(refused.value.errors) == {field}
