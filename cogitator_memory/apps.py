@@ -42,6 +42,10 @@ class CogitatorMemoryConfig(AppConfig):
             RunsOnEntries("compaction_runs", CompactionRun, entry_fields=["compaction_entry_id"])
         )
         entry_vectors.register_outbox_handlers()
+        # What names memory items (observations) goes with them.
+        from cogitator_memory.upkeep.observation_forgetting import ObservationsOfItems
+
+        dependents.register_item_dependent(ObservationsOfItems())
         # Every kind of job of record, for the sweeper and the admin's retry action.
         from cogitator_memory.cascade.runs import register_forget_jobs
         from cogitator_memory.compaction.runs import register_compaction_jobs

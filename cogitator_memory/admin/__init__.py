@@ -1,6 +1,7 @@
 """Admin registrations, one module per model group."""
 
 from cogitator_memory.admin import (  # noqa: F401
+    entities,
     files,
     items,
     jobs,

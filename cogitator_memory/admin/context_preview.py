@@ -31,6 +31,7 @@ from cogitator_memory.context.config import (
     MAX_REQUEST_PROMPT_CHARS,
     STRATEGIES,
     ContextBuilderConfig,
+    ContextBuilderDeps,
     default_reserve,
     default_strategy,
 )
@@ -39,6 +40,7 @@ from cogitator_memory.context.partitions import PARTITION_NAMES
 from cogitator_memory.exceptions import EntryNotInThread, InvalidInput
 from cogitator_memory.items.models import MemoryItem
 from cogitator_memory.threads.models import Entry
+from cogitator_memory.upkeep.observations import MemoryObservations
 
 if TYPE_CHECKING:
     from django.contrib.admin import AdminSite
@@ -151,7 +153,8 @@ def build_preview(
                 strategy=data["strategy"],
                 include_facts=data["include_facts"],
             )
-            built = ContextBuilder(config).build(
+            deps = ContextBuilderDeps(observations=MemoryObservations())
+            built = ContextBuilder(config, deps).build(
                 thread_id=thread.pk,
                 agent_id=thread.agent_id,
                 user_id=thread.user_id,

@@ -33,6 +33,7 @@ from cogitator_memory.api.views.items import (
     ItemListView,
     ItemRejectView,
 )
+from cogitator_memory.api.views.observations import ObservationListView
 from cogitator_memory.api.views.search import SearchView
 from cogitator_memory.api.views.sessions import SessionDetailView, SessionListView
 from cogitator_memory.api.views.threads import ThreadDetailView, ThreadListView
@@ -76,6 +77,7 @@ urlpatterns = [
     path("files/content/", FileContentView.as_view(), name="file-content"),
     path("files/history/", FileHistoryView.as_view(), name="file-history"),
     path("files/command/", FileCommandView.as_view(), name="file-command"),
+    path("observations/", ObservationListView.as_view(), name="observation-list"),
     path("sessions/", SessionListView.as_view(), name="session-list"),
     path("sessions/<str:session_id>/", SessionDetailView.as_view(), name="session-detail"),
     # <path:>: a user id is any text, a "/" included (sent as %2F).

@@ -32,7 +32,7 @@ from cogitator_memory.threads.models import REDACTED_TEXT
 if TYPE_CHECKING:
     from cogitator_memory.threads.models import Entry
 
-__all__ = ["FORGOTTEN_REASON", "FileVersionsOnEntries"]
+__all__ = ["FORGOTTEN_REASON", "FileVersionsOnEntries", "delete_redacted_front"]
 
 # The reason kept in a version's redaction when the entry it was written at went.
 FORGOTTEN_REASON = "the entry it was written at was deleted or redacted"
@@ -84,6 +84,12 @@ class FileVersionsOnEntries:
     def owner_changed(self, thread_id: str, agent_id: str, user_id: str | None) -> None:
         # Files keep the scope they were written in, as items do.
         return None
+
+
+def delete_redacted_front(head_pk: int, redacted: set[str], now: datetime) -> int:
+    """Delete the file of the head ``head_pk`` when its version in front is one of the
+    ``redacted`` versions (for other keepers of derived files, such as observations)."""
+    return _delete_file(head_pk, redacted, now)
 
 
 def _delete_file(head_pk: int, redacted: set[str], now: datetime) -> int:

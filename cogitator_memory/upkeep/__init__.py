@@ -9,6 +9,13 @@ from cogitator_memory.files.paths import (
     PLAYBOOK_PATH,
 )
 from cogitator_memory.upkeep.consolidation import DedupeResult, MemoryConsolidator, StaleMark
+from cogitator_memory.upkeep.observation_files import (
+    ObservationRecord,
+    observation_file,
+    observation_path,
+    parse_observation,
+)
+from cogitator_memory.upkeep.observations import MemoryObservations, ObservationRefresh
 
 __all__ = [
     "MEMORY_RESERVED_PATHS",
@@ -17,5 +24,11 @@ __all__ = [
     "PLAYBOOK_PATH",
     "DedupeResult",
     "MemoryConsolidator",
+    "MemoryObservations",
+    "ObservationRecord",
+    "ObservationRefresh",
     "StaleMark",
+    "observation_file",
+    "observation_path",
+    "parse_observation",
 ]

@@ -35,12 +35,18 @@ from cogitator_memory.api import urls as api_urls
 from cogitator_memory.cascade.models import ForgetRun
 from cogitator_memory.compaction.models import CompactionRun
 from cogitator_memory.files.access import FileAccess
+from cogitator_memory.files.models import Author
 from cogitator_memory.files.services import MemoryFiles
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import ExtractionRun, MemoryItem, RunStatus
 from cogitator_memory.items.services import MemoryItems
 from cogitator_memory.items.statements import NewEvidence, NewItem
 from cogitator_memory.sessions.models import ChannelSession
+from cogitator_memory.upkeep.observation_files import (
+    Statement,
+    observation_file,
+    observation_path,
+)
 from cogitator_memory.upkeep.passes import request_upkeep
 from cogitator_memory.upkeep.records import UpkeepRun, UpkeepWork
 from tests.api.conftest import (
@@ -250,6 +256,24 @@ def keep_file(conversation: Conversation, path: str, text: str) -> None:
     MemoryFiles().put(access, path, text)
 
 
+def keep_observation(conversation: Conversation, item: MemoryItem) -> None:
+    """An observation of the item's subject in the conversation's scope, as memory writes
+    it (the API only reads them)."""
+    thread = conversation.thread
+    access = FileAccess(
+        scope=MemoryScope(thread.agent_id, user_id=thread.user_id), author=Author.MEMORY
+    )
+    statement = Statement(f"Seen about {item.subject.name}.", (item.pk,))
+    text = observation_file(
+        entity_id=item.subject_id,
+        name=item.subject.name,
+        aliases=[],
+        statements=[statement],
+        based_on="fingerprint",
+    )
+    MemoryFiles().put(access, observation_path(item.subject_id, item.subject.name), text)
+
+
 def channel_session(conversation: Conversation, channel_id: str) -> ChannelSession:
     """A channel session of the conversation's thread (its agent and user)."""
     thread = conversation.thread
@@ -309,6 +333,8 @@ def world(
     )
     keep_file(own, OWN_FILE, "Mine.")
     keep_file(theirs, VICTIM_FILE, VICTIM_FILE_TEXT)
+    keep_observation(own, own_item)
+    keep_observation(theirs, victim_item)
     world = World(
         actor,
         victim,
@@ -459,6 +485,29 @@ def file_reads(route: str, label: str) -> list[Attempt]:
 def forbidden_write(label: str, path: str, body: dict[str, Any]) -> Attempt:
     # The refusal names the agent or user asked for; a missing one would be named instead.
     return Attempt(label, path, 403, "permission_denied", body=body, compare_with_missing=False)
+
+
+# Observations: read only, of exactly one scope; one the grants do not reach lists none.
+OBSERVATION_ROWS: dict[tuple[str, str], list[Attempt]] = {
+    ("observations/", "GET"): [
+        listing("the actor's own scope", f"observations/?{OWN_SCOPE}", lists_own=True),
+        listing("the victim's scope", f"observations/?{VICTIM_SCOPE}", lists_nothing=True),
+        listing(
+            "the victim's agent, no user",
+            "observations/?agent_id={victim_agent}",
+            lists_nothing=True,
+        ),
+        listing(
+            "the victim's scope and thread",
+            f"observations/?{VICTIM_SCOPE}&thread_id={{victim_thread}}",
+            lists_nothing=True,
+        ),
+    ],
+    ("observations/", "HEAD"): [
+        Attempt("head of the victim's observations", f"observations/?{VICTIM_SCOPE}", 200)
+    ],
+    ("observations/", "OPTIONS"): [Attempt("options of the observations", "observations/", 200)],
+}
 
 
 FILE_ROWS: dict[tuple[str, str], list[Attempt]] = {
@@ -1251,6 +1300,7 @@ MATRIX: dict[tuple[str, str], list[Attempt]] = {
     ],
     ("recall/", "OPTIONS"): [Attempt("options of the recall", "recall/", 200)],
     **FILE_ROWS,
+    **OBSERVATION_ROWS,
     **SESSION_ROWS,
     **EXPORT_ROWS,
     **FORGET_ROWS,
@@ -1331,6 +1381,7 @@ def test_the_walk_finds_the_endpoints_of_the_api():
         "files/content/",
         "files/history/",
         "files/command/",
+        "observations/",
         "sessions/",
         "sessions/<str:session_id>/",
         "users/<path:user_id>/export/",
@@ -1419,6 +1470,8 @@ def test_no_read_or_write_crosses_to_the_other_principal(
     if attempt.lists_own:
         if route == "files/":
             assert OWN_FILE in [row["path"] for row in sent.data["results"]]
+        elif route == "observations/":
+            assert [world.own_item.pk] in [row["item_ids"] for row in sent.data["results"]]
         else:
             own = {"items/": world.own_item.pk, "sessions/": world.own_session.pk}.get(
                 route, world.own.thread_id

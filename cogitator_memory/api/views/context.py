@@ -38,6 +38,7 @@ from cogitator_memory.exceptions import ThreadNotFound
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.recall.retriever import MemoryRetriever
 from cogitator_memory.threads.selectors import entry_in_thread
+from cogitator_memory.upkeep.observations import MemoryObservations
 
 
 @extend_schema_view(
@@ -77,7 +78,10 @@ class ContextView(MemoryAPIView):
             time_zone=params["time_zone"],
         )
         # Shared embeddings (of no agent) only where the server lets API searches see them.
-        deps = ContextBuilderDeps(include_shared=shared_embeddings_searchable())
+        # Observations of the entities the turn names come from memory's own files.
+        deps = ContextBuilderDeps(
+            include_shared=shared_embeddings_searchable(), observations=MemoryObservations()
+        )
         built = ContextBuilder(config, deps).build(
             thread_id=thread.pk,
             agent_id=thread.agent_id,
