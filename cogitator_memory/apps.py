@@ -41,6 +41,10 @@ class CogitatorMemoryConfig(AppConfig):
         dependents.register(
             RunsOnEntries("compaction_runs", CompactionRun, entry_fields=["compaction_entry_id"])
         )
+        # What names memory items (playbook rules name their lessons) goes with them.
+        from cogitator_memory.upkeep.playbook_forgetting import PlaybookRulesOnLessons
+
+        dependents.register_item_dependent(PlaybookRulesOnLessons())
         entry_vectors.register_outbox_handlers()
         # Every kind of job of record, for the sweeper and the admin's retry action.
         from cogitator_memory.cascade.runs import register_forget_jobs

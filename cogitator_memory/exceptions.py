@@ -699,3 +699,24 @@ class InvalidContextConfig(InvalidInput):
     unknown strategy or time zone, a negative budget, no budget from either side."""
 
     code = "invalid_context_config"
+
+
+# --- the playbook ------------------------------------------------------------------------
+
+
+class PlaybookDraftNotFound(NotFound):
+    """No playbook draft stands for the scope (or for the id given): nothing to promote
+    or discard."""
+
+    code = "playbook_draft_not_found"
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"No playbook draft to review for {what}.")
+        self.what = what
+
+
+class PlaybookDraftRefused(Conflict):
+    """A draft that cannot become the playbook: a model wrote it, or the playbook changed
+    since it was made (it would undo that change). Nothing was changed."""
+
+    code = "playbook_draft_refused"
