@@ -720,3 +720,10 @@ class PlaybookDraftRefused(Conflict):
     since it was made (it would undo that change). Nothing was changed."""
 
     code = "playbook_draft_refused"
+
+
+class PlaybookDraftNotReviewable(NotReviewable):
+    """A review of a draft already promoted or discarded; nothing was changed."""
+
+    code = "playbook_draft_not_reviewable"
+    noun, nouns = "playbook draft", "playbook drafts"

@@ -59,6 +59,7 @@ from cogitator_memory.upkeep.playbook_text import (
     OTHERS_TRACK,
     SYSTEM_TRACK,
     TRACKS,
+    WHOLE_MOMENT,
     Cursor,
     MadeFrom,
     Playbook,
@@ -203,7 +204,9 @@ def _lessons(
     for track in tracks:
         part = Q(trust__in=TRACK_TRUST[track])
         cursor = took.get(track)
-        if cursor is not None:
+        if cursor is not None and cursor.lesson_id == WHOLE_MOMENT:
+            part &= Q(fold_at__gt=cursor.at)
+        elif cursor is not None:
             part &= Q(fold_at__gt=cursor.at) | Q(fold_at=cursor.at, pk__gt=cursor.lesson_id)
         condition |= part
     lessons = (

@@ -3,9 +3,11 @@
 A rule names the lessons it was folded from (``[lesson:<id>]``). When lessons are purged,
 in the transaction that deletes them, every playbook and draft that names one is first
 written again, by memory, without the rules that stood on such a lesson (the other rules
-stay), from the newest version memory or a person wrote; then every version of it that
-names one is redacted, whoever wrote it. The history keeps the redacted versions; none of
-them is read again (``read_playbook`` never reads past a redacted version).
+stay), from the newest version memory or a person wrote, its place in a track kept
+without the lesson's id; then every version of it that names one (in a rule, or as the
+last lesson a track took) is redacted, whoever wrote it. The history keeps the redacted
+versions; none of them is read again (``read_playbook`` never reads past a redacted
+version).
 """
 
 from __future__ import annotations
@@ -25,7 +27,14 @@ from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import MemoryItem
 from cogitator_memory.threads.models import REDACTED_TEXT
 from cogitator_memory.upkeep.playbook import exact_head, memory_access, standing_version
-from cogitator_memory.upkeep.playbook_text import Playbook, lesson_ids_in, playbook_file
+from cogitator_memory.upkeep.playbook_text import (
+    WHOLE_MOMENT,
+    Cursor,
+    Playbook,
+    lesson_ids_in,
+    parse_playbook,
+    playbook_file,
+)
 
 __all__ = ["FORGOTTEN_REASON", "PlaybookRulesOnLessons"]
 
@@ -57,13 +66,14 @@ class PlaybookRulesOnLessons:
         for start in range(0, len(ids), IDS_PER_QUERY):
             condition = Q(pk__in=[])
             for item_id in ids[start : start + IDS_PER_QUERY]:
-                condition |= Q(content__contains=f"[lesson:{item_id}]")
+                condition |= Q(content__contains=item_id)
             versions = MemoryFileVersion.objects.filter(
                 condition, agent_id__in=agents, path__in=PATHS, content__isnull=False
             ).filter(redaction__isnull=True)
             for version in versions.only("id", "content", "scope_key", "path", *SCOPE):
-                # LIKE may ignore case: the tags are read again here.
-                if gone & set(lesson_ids_in(version.content or "")):
+                # LIKE may ignore case, and an id may be part of a longer one: the
+                # rules' tags and the cursors are read again here.
+                if gone & named_lessons(version.content or ""):
                     naming[version.pk] = (version.scope_key, version.path, MemoryScope.of(version))
         if not naming:
             return
@@ -79,6 +89,12 @@ class PlaybookRulesOnLessons:
             size=len(REDACTED_TEXT.encode("utf-8"))
         )
         forgotten["file_versions"] += len(redacted)
+
+
+def named_lessons(text: str) -> set[str]:
+    """The lessons a playbook file names: in its rules, and as the last one a track took."""
+    playbook = parse_playbook(text)
+    return set(lesson_ids_in(text)) | {cursor.lesson_id for cursor in playbook.took.values()}
 
 
 SCOPE = ("agent_id", "user_id", "project_id", "thread_id")
@@ -102,6 +118,10 @@ def _write_without(scope: MemoryScope, path: str, gone: set[str], files: MemoryF
     playbook = standing.playbook if standing is not None else Playbook()
     rules = tuple(rule for rule in playbook.rules if not gone & set(rule.lesson_ids))
     seen = files.read(access, path)
-    text = playbook_file(replace(playbook, rules=rules))
+    took = {
+        track: Cursor(cursor.at, WHOLE_MOMENT) if cursor.lesson_id in gone else cursor
+        for track, cursor in playbook.took.items()
+    }
+    text = playbook_file(replace(playbook, rules=rules, took=took))
     files.put(access, path, text, expected_sha256=seen.sha256 if seen else None)
     return len(playbook.rules) - len(rules)

@@ -39,6 +39,7 @@ __all__ = [
     "MAX_PLAYBOOK_RULES",
     "MAX_RULE_CHARACTERS",
     "TRACKS",
+    "WHOLE_MOMENT",
     "Cursor",
     "MadeFrom",
     "Playbook",
@@ -90,10 +91,15 @@ to adding one. When the playbook is full, only rewrite. When no lesson is worth 
 answer []."""
 
 
+# A cursor's lesson id once that lesson was forgotten: every lesson of its moment counts
+# as taken (the file no longer names the lesson).
+WHOLE_MOMENT = "*"
+
+
 @dataclass(frozen=True)
 class Cursor:
     """The last lesson of a track a playbook took: when it was activated (else recorded),
-    and its id (lessons of one moment are taken by id)."""
+    and its id (lessons of one moment are taken by id; ``WHOLE_MOMENT``: all of them)."""
 
     at: datetime
     lesson_id: str

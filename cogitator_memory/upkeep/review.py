@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from cogitator_memory.exceptions import PlaybookDraftNotFound
+from cogitator_memory.exceptions import PlaybookDraftNotFound, PlaybookDraftNotReviewable
 from cogitator_memory.files.services import MemoryFiles
 from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.review import ReviewAction, Via
@@ -34,6 +34,7 @@ class PlaybookDraftReview(ReviewAction[PlaybookDraft]):
     model = PlaybookDraft
     statuses = (DRAFT,)
     not_found = PlaybookDraftNotFound
+    not_reviewable = PlaybookDraftNotReviewable
 
     def __init__(
         self,

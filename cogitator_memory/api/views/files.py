@@ -70,7 +70,8 @@ ERROR_409_PUT = OpenApiResponse(
     ErrorSerializer,
     description="The file stands otherwise than expected_sha256 says, or other writers "
     "kept changing it (memory_file_conflict); the memory refuses the write: a directory "
-    "there, a file above it (memory_file_refused).",
+    "there, a file above it (memory_file_refused), a file memory writes itself: the "
+    "playbook, its draft or an observation (memory_file_reserved).",
 )
 ERROR_400_TOO_LARGE = OpenApiResponse(
     ErrorSerializer,
