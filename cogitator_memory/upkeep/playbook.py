@@ -261,7 +261,13 @@ def _fold_into(
     *,
     summarize: Summarize,
     files: MemoryFiles,
-) -> FoldResult | None:
+) -> tuple[bool, FoldResult | None]:
+    """Fold the next lessons of ``tracks`` into the file at ``path``: whether any lesson
+    waited, and the result (None when none waited or the answer was unfinished)."""
+    access = memory_access(scope)
+    # What the file stands at before the model is asked: the write is refused when
+    # another writer (a fold running beside this one) changed it meanwhile.
+    seen = files.read(access, path)
     basis = read_playbook(scope)
     base = basis.playbook if basis is not None else Playbook()
     if path == PLAYBOOK_DRAFT_PATH:
@@ -275,7 +281,7 @@ def _fold_into(
         base = replace(base, made_from=None)
     lessons = _lessons(scope, dict(base.took), tracks)
     if not lessons:
-        return None
+        return False, None
     completion = summarize(
         [{"role": "user", "content": fold_request(base, lessons)}],
         prompt=FOLD_PROMPT,
@@ -283,14 +289,12 @@ def _fold_into(
     )
     edits = parse_playbook_edits(completion.text, truncated=completion.truncated)
     if edits is None:
-        return None
+        return True, None
     ids = [lesson.pk for lesson in lessons]
     edited, kept = apply_playbook_edits(base, edits, lessons=ids)
     edited = replace(edited, took=_moved_on(dict(base.took), lessons))
-    access = memory_access(scope)
-    seen = files.read(access, path)
     files.put(access, path, playbook_file(edited), expected_sha256=seen.sha256 if seen else None)
-    return FoldResult(path=path, edits=kept, lesson_ids=ids, model_calls=1)
+    return True, FoldResult(path=path, edits=kept, lesson_ids=ids, model_calls=1)
 
 
 def fold_lessons(
@@ -310,18 +314,25 @@ def fold_lessons(
     other lessons are folded into the draft for review. One fold writes one file: a
     caller that wants both calls again. ``items`` is accepted for symmetry with the other
     upkeep passes (the lessons are read here); ``files`` and ``clock`` let tests write
-    with their own time."""
+    with their own time. Raises ``FileVersionConflict`` when another writer changed the
+    file while the model answered: nothing is written, and the next fold folds again."""
     if mode not in MODES:
         raise InvalidInput({"mode": f"The mode is one of {', '.join(MODES)}, not {mode!r}."})
     files = files or MemoryFiles(clock=clock or timezone.now)
     if mode == "shadow":
-        return _fold_into(scope, PLAYBOOK_DRAFT_PATH, TRACKS, summarize=summarize, files=files)
+        return _fold_into(scope, PLAYBOOK_DRAFT_PATH, TRACKS, summarize=summarize, files=files)[1]
     if not is_shared(scope):
-        return _fold_into(scope, PLAYBOOK_PATH, TRACKS, summarize=summarize, files=files)
-    folded = _fold_into(scope, PLAYBOOK_PATH, (SYSTEM_TRACK,), summarize=summarize, files=files)
-    if folded is not None:
+        return _fold_into(scope, PLAYBOOK_PATH, TRACKS, summarize=summarize, files=files)[1]
+    waited, folded = _fold_into(
+        scope, PLAYBOOK_PATH, (SYSTEM_TRACK,), summarize=summarize, files=files
+    )
+    if waited:
+        # Folded, or left for the next fold: a draft made now would be made from a
+        # playbook about to change.
         return folded
-    return _fold_into(scope, PLAYBOOK_DRAFT_PATH, (OTHERS_TRACK,), summarize=summarize, files=files)
+    return _fold_into(
+        scope, PLAYBOOK_DRAFT_PATH, (OTHERS_TRACK,), summarize=summarize, files=files
+    )[1]
 
 
 # --- review ----------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from cogitator_memory.exceptions import InvalidInput
+from cogitator_memory.exceptions import FileVersionConflict, InvalidInput
 from cogitator_memory.files.access import FileAccess
 from cogitator_memory.files.models import Author, MemoryFileVersion
 from cogitator_memory.files.services import MemoryFiles
@@ -341,3 +341,35 @@ def test_an_unknown_mode_is_refused() -> None:
     with pytest.raises(InvalidInput) as refused:
         fold_lessons(AGENT, summarize=ScriptedModel([]), mode="overwrite")
     assert "mode" in refused.value.errors
+
+
+def test_a_shared_playbook_drafts_nothing_while_system_lessons_wait() -> None:
+    lesson("The system's.")
+    lesson("A user's.", trust="user", activate_at=T0 + timedelta(minutes=1))
+    model = ScriptedModel([ScriptedAnswer('[{"op": "add"', truncated=True)])
+
+    assert fold_lessons(AGENT, summarize=model) is None
+
+    assert len(model.calls) == 1
+    assert read_playbook_draft(AGENT) is None
+    assert versions() == [] and versions(PLAYBOOK_DRAFT_PATH) == []
+
+
+def test_a_fold_refuses_to_write_over_a_change_made_while_the_model_answered() -> None:
+    dates = lesson("Confirm the dates.")
+
+    def meanwhile(_call: Any) -> bool:
+        memory = FileAccess(scope=AGENT, author=Author.MEMORY)
+        MemoryFiles().put(
+            memory, PLAYBOOK_PATH, "# Playbook\n\n- Another fold's rule. [lesson:b]\n"
+        )
+        return True
+
+    model = ScriptedModel(
+        [ScriptedAnswer(answer(add(f"Confirm dates. [lesson:{dates.pk}]")), match=meanwhile)]
+    )
+
+    with pytest.raises(FileVersionConflict):
+        fold_lessons(AGENT, summarize=model)
+
+    assert rules() == ["Another fold's rule. [lesson:b]"]
