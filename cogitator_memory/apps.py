@@ -41,6 +41,10 @@ class CogitatorMemoryConfig(AppConfig):
         dependents.register(
             RunsOnEntries("compaction_runs", CompactionRun, entry_fields=["compaction_entry_id"])
         )
+        # What names memory items (playbook rules name their lessons) goes with them.
+        from cogitator_memory.upkeep.playbook_forgetting import PlaybookRulesOnLessons
+
+        dependents.register_item_dependent(PlaybookRulesOnLessons())
         entry_vectors.register_outbox_handlers()
         # What names memory items (observations) goes with them.
         from cogitator_memory.upkeep.observation_forgetting import ObservationsOfItems

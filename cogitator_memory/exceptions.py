@@ -719,3 +719,28 @@ class InvalidConsolidation(InvalidInput):
     without a time zone."""
 
     code = "invalid_consolidation"
+
+
+class PlaybookDraftNotFound(NotFound):
+    """No playbook draft stands for the scope (or for the id given): nothing to promote
+    or discard."""
+
+    code = "playbook_draft_not_found"
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"No playbook draft to review for {what}.")
+        self.what = what
+
+
+class PlaybookDraftRefused(Conflict):
+    """A draft that cannot become the playbook: a model wrote it, or the playbook changed
+    since it was made (it would undo that change). Nothing was changed."""
+
+    code = "playbook_draft_refused"
+
+
+class PlaybookDraftNotReviewable(NotReviewable):
+    """A review of a draft already promoted or discarded; nothing was changed."""
+
+    code = "playbook_draft_not_reviewable"
+    noun, nouns = "playbook draft", "playbook drafts"

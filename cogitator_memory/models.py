@@ -16,6 +16,7 @@ from cogitator_memory.keywords.models import KeywordCorpus, KeywordPosting, Keyw
 from cogitator_memory.outbox.models import OutboxMessage
 from cogitator_memory.sessions.models import ChannelSession, SessionStatus
 from cogitator_memory.threads.models import Entry, EntryType, Role, Thread, ThreadUser
+from cogitator_memory.upkeep.models import PlaybookDraft
 from cogitator_memory.upkeep.records import UpkeepCursor, UpkeepRun, UpkeepScopeState
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "MemoryFileVersion",
     "MemoryItem",
     "OutboxMessage",
+    "PlaybookDraft",
     "Role",
     "SessionStatus",
     "Thread",

@@ -65,6 +65,8 @@ NOT_DERIVED: dict[str, str] = {
     "ThreadUser": "a user a thread lists in metadata.memoryUserIds, an indexed copy of the "
     "thread's own metadata; goes with its thread (CASCADE) and with the user it names "
     "(MemoryCascade.delete_user)",
+    "PlaybookDraft": "a proxy of MemoryFileHead: its rows are the heads at the playbook "
+    "draft's path, kept in step by the file_versions and playbook_rules dependents",
     "ForgetRun": "the record of forgetting a user: the user id, agents and counts, no entry "
     "id and no text of what went",
     "UpkeepRun": "upkeep of a scope: the scope, counts and an error, no entry id and no text "

@@ -9,7 +9,10 @@ or its history), and a change there is refused with 403 ``permission_denied`` be
 anything is looked up. A place must be an entry of a thread the principal sees.
 
 Versions written through the memory tool are the model's (author ``model``); a whole
-file written with PUT is the principal's (author ``user``).
+file written with PUT is the principal's (author ``user``). The files memory writes
+itself (the playbook, its draft and the observations, ``MEMORY_RESERVED_PATHS``) are
+read-only here: a change of them is refused with 409 ``memory_file_reserved`` (a memory
+tool command answers it as an error), as the memory tool refuses it to a model.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from cogitator_memory.exceptions import (
 from cogitator_memory.files.access import FileAccess, Place
 from cogitator_memory.files.limits import check_text_parameters
 from cogitator_memory.files.models import Author
+from cogitator_memory.files.paths import MEMORY_RESERVED_PATHS
 from cogitator_memory.files.services import UNSET, MemoryFiles
 from cogitator_memory.grants import MemoryScope
 
@@ -66,7 +70,8 @@ ERROR_409_PUT = OpenApiResponse(
     ErrorSerializer,
     description="The file stands otherwise than expected_sha256 says, or other writers "
     "kept changing it (memory_file_conflict); the memory refuses the write: a directory "
-    "there, a file above it (memory_file_refused).",
+    "there, a file above it (memory_file_refused), a file memory writes itself: the "
+    "playbook, its draft or an observation (memory_file_reserved).",
 )
 ERROR_400_TOO_LARGE = OpenApiResponse(
     ErrorSerializer,
@@ -111,7 +116,14 @@ class FileAPIView(MemoryAPIView):
             if thread_id is not None and entry.thread_id != thread_id:
                 raise EntryNotInThread(data["place"], thread_id, field="place")
             place = Place(thread_id=entry.thread_id, leaf_id=entry.pk)
-        return FileAccess(scope=scope, place=place, grants=self.grants, author=author)
+        # The playbook, its draft and the observations are memory's own: read-only here.
+        return FileAccess(
+            scope=scope,
+            place=place,
+            grants=self.grants,
+            author=author,
+            reserved=MEMORY_RESERVED_PATHS,
+        )
 
 
 _SCOPE_DESCRIPTION = (
