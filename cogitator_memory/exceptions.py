@@ -699,3 +699,13 @@ class InvalidContextConfig(InvalidInput):
     unknown strategy or time zone, a negative budget, no budget from either side."""
 
     code = "invalid_context_config"
+
+
+# --- between runs ----------------------------------------------------------------------------
+
+
+class InvalidBriefInput(InvalidInput):
+    """A brief that cannot be asked for: ``max_cards`` outside 1 to 4, ``max_tokens`` not a
+    whole number, an input that is not text, a source that is not a ``BriefSource``."""
+
+    code = "invalid_brief"

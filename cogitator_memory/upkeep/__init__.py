@@ -8,10 +8,30 @@ from cogitator_memory.files.paths import (
     PLAYBOOK_DRAFT_PATH,
     PLAYBOOK_PATH,
 )
+from cogitator_memory.upkeep.brief import (
+    BRIEF_PROMPT,
+    CARD_KINDS,
+    MAX_BRIEF_CARDS,
+    BriefCard,
+    BriefSource,
+    MemoryBriefer,
+    brief_block,
+    parse_brief,
+)
+from cogitator_memory.upkeep.brief_turn import brief_for_turn
 
 __all__ = [
+    "BRIEF_PROMPT",
+    "CARD_KINDS",
+    "MAX_BRIEF_CARDS",
     "MEMORY_RESERVED_PATHS",
     "OBSERVATIONS_DIRECTORY",
     "PLAYBOOK_DRAFT_PATH",
     "PLAYBOOK_PATH",
+    "BriefCard",
+    "BriefSource",
+    "MemoryBriefer",
+    "brief_block",
+    "brief_for_turn",
+    "parse_brief",
 ]
