@@ -744,3 +744,10 @@ class PlaybookDraftNotReviewable(NotReviewable):
 
     code = "playbook_draft_not_reviewable"
     noun, nouns = "playbook draft", "playbook drafts"
+
+
+class InvalidBriefInput(InvalidInput):
+    """A brief that cannot be asked for: ``max_cards`` outside 1 to 4, ``max_tokens`` not a
+    whole number, an input that is not text, a source that is not a ``BriefSource``."""
+
+    code = "invalid_brief"

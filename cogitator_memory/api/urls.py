@@ -9,6 +9,7 @@ from cogitator_memory.api.views.branches import (
     ThreadPathView,
     ThreadRewindView,
 )
+from cogitator_memory.api.views.brief import BriefView
 from cogitator_memory.api.views.compaction import (
     CompactionRunView,
     ThreadCompactedHistoryView,
@@ -73,6 +74,7 @@ urlpatterns = [
     path("search/", SearchView.as_view(), name="search"),
     path("context/", ContextView.as_view(), name="context"),
     path("recall/", RecallView.as_view(), name="recall"),
+    path("brief/", BriefView.as_view(), name="brief"),
     path("files/", FileListView.as_view(), name="file-list"),
     path("files/content/", FileContentView.as_view(), name="file-content"),
     path("files/history/", FileHistoryView.as_view(), name="file-history"),

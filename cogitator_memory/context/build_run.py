@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cogitator_memory.compaction.history import COMPACTION
 from cogitator_memory.context.assembler import Assembly, ContextBlock
+from cogitator_memory.context.brief_step import brief_for_build
 from cogitator_memory.context.facts import (
     fact_blocks,
     facts_among,
@@ -134,6 +135,7 @@ class ContextBuild:
         self.semantic_hits: list[Any] = []
         self.graph: Any = None
         self.fact_items: list[MemoryItem] = []
+        self.brief_cards: list[Any] = []
         # Raises InvalidInput for ids that cannot name a scope.
         self.memory_scope = MemoryScope(agent_id, user_id=user_id, thread_id=thread_id)
 
@@ -494,6 +496,7 @@ class ContextBuild:
             ]
             blocks = [
                 *fixed,
+                *brief_for_build(self, recall),
                 *self.observations(recalled_items),
                 *recall,
                 *others,

@@ -16,7 +16,12 @@ from cogitator_memory.exceptions import InvalidContextConfig
 from cogitator_memory.limits import is_whole_number
 
 if TYPE_CHECKING:
-    from cogitator_memory.context.seams import GraphContextSource, ObservationSource, Retriever
+    from cogitator_memory.context.seams import (
+        Briefer,
+        GraphContextSource,
+        ObservationSource,
+        Retriever,
+    )
     from cogitator_memory.embeddings.services import EmbeddingService
     from cogitator_memory.embeddings.types import EmbeddingStore
     from cogitator_memory.items.services import MemoryItems
@@ -134,9 +139,11 @@ class ContextBuilderDeps:
     whether entries' vectors are kept in the store (True when an embedding provider is
     configured, when None). ``retriever``: the recall search of hybrid (a
     ``MemoryRetriever`` over the service, store and ``reranker`` when None). ``graph`` and
-    ``observations``: optional parts. ``include_shared``: whether search results include
-    embeddings of no agent, user or thread (shared documents). ``clock``: "now" (tests
-    pass their own).
+    ``observations``: optional parts. ``briefer``: the pre-turn brief; with it, a build
+    that recalls turns or items asks it once for cards about them, put in the brief
+    partition (a failing briefer is reported under ``brief`` and the build goes on).
+    ``include_shared``: whether search results include embeddings of no agent, user or
+    thread (shared documents). ``clock``: "now" (tests pass their own).
     """
 
     memory_items: MemoryItems | None = None
@@ -147,5 +154,6 @@ class ContextBuilderDeps:
     reranker: Any = None
     graph: GraphContextSource | None = None
     observations: ObservationSource | None = None
+    briefer: Briefer | None = None
     include_shared: bool = True
     clock: Callable[[], datetime] = timezone.now

@@ -166,6 +166,7 @@ def built_context(
             graph_edges_included=sum(1 for kind, _ in graph_kept if kind == "edge"),
         ),
         graph_context=run.graph,
+        brief_cards=list(run.brief_cards),
     )
 
 

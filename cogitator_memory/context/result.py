@@ -21,7 +21,7 @@ __all__ = [
     "RecalledContext",
 ]
 
-ErrorSource = Literal["history", "facts", "semantic", "graph", "relevance"]
+ErrorSource = Literal["history", "facts", "semantic", "graph", "relevance", "brief"]
 
 
 @dataclass(frozen=True)
@@ -93,3 +93,6 @@ class BuiltContext:
     warnings: list[str]
     metadata: ContextMetadata
     graph_context: Any = None
+    # The cards of the pre-turn brief (``deps.briefer``), whose block the brief partition
+    # holds; empty without a briefer, without recall or when it failed.
+    brief_cards: list[Any] = field(default_factory=list)

@@ -1,5 +1,6 @@
 """What the context builder asks of parts it does not own: the recall search, the graph,
-observations of entities. Each is a protocol; the builder works without the part."""
+observations of entities, the pre-turn brief. Each is a protocol; the builder works without
+the part."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ if TYPE_CHECKING:
     from cogitator_memory.threads.models import Entry
 
 __all__ = [
+    "BriefSource",
+    "Briefer",
     "GraphContext",
     "GraphContextSource",
     "GraphLine",
@@ -99,3 +102,25 @@ class ObservationSource(Protocol):
     def read(
         self, scope: MemoryScope, *, grants: Grants | None = None
     ) -> Sequence[Observation]: ...
+
+
+@dataclass(frozen=True)
+class BriefSource:
+    """What memory found for a turn, as a brief is asked about it: ``ref`` names it
+    (``turn:<entry id>`` or ``item:<item id>``), ``text`` is what a card may quote, ``date``
+    when it was said or holds from, when known (``upkeep/brief.py`` re-exports it)."""
+
+    ref: str
+    text: str
+    date: str | None = None
+
+
+class Briefer(Protocol):
+    """The pre-turn brief (``upkeep/brief.py`` ``MemoryBriefer``): cards for the turn's
+    ``input`` from ``sources``, and the block of text a turn's memory context gets for
+    them ("" for no cards). ``brief`` asks a model at most once and nothing without
+    sources; it may raise (a failing model), which a build reports and builds without."""
+
+    def brief(self, input: str, sources: Sequence[BriefSource]) -> Sequence[Any]: ...
+
+    def block(self, cards: Sequence[Any]) -> str: ...

@@ -2,6 +2,7 @@
 ``app.autodiscover_tasks()`` (which imports ``cogitator_memory.tasks``) register them."""
 
 from cogitator_memory.tasks import (  # noqa: F401
+    brief,
     compaction,
     context,
     embeddings,

@@ -8,6 +8,17 @@ from cogitator_memory.files.paths import (
     PLAYBOOK_DRAFT_PATH,
     PLAYBOOK_PATH,
 )
+from cogitator_memory.upkeep.brief import (
+    BRIEF_PROMPT,
+    CARD_KINDS,
+    MAX_BRIEF_CARDS,
+    BriefCard,
+    BriefSource,
+    MemoryBriefer,
+    brief_block,
+    parse_brief,
+)
+from cogitator_memory.upkeep.brief_turn import brief_for_turn
 from cogitator_memory.upkeep.consolidation import DedupeResult, MemoryConsolidator, StaleMark
 from cogitator_memory.upkeep.observation_files import (
     ObservationRecord,
@@ -41,8 +52,11 @@ from cogitator_memory.upkeep.playbook_text import (
 )
 
 __all__ = [
+    "BRIEF_PROMPT",
+    "CARD_KINDS",
     "FOLD_PROMPT",
     "LESSONS_PER_FOLD",
+    "MAX_BRIEF_CARDS",
     "MAX_PLAYBOOK_EDITS",
     "MAX_PLAYBOOK_RULES",
     "MAX_RULE_CHARACTERS",
@@ -50,8 +64,11 @@ __all__ = [
     "OBSERVATIONS_DIRECTORY",
     "PLAYBOOK_DRAFT_PATH",
     "PLAYBOOK_PATH",
+    "BriefCard",
+    "BriefSource",
     "DedupeResult",
     "FoldResult",
+    "MemoryBriefer",
     "MemoryConsolidator",
     "MemoryObservations",
     "ObservationRecord",
@@ -62,10 +79,13 @@ __all__ = [
     "PlaybookRule",
     "StaleMark",
     "apply_playbook_edits",
+    "brief_block",
+    "brief_for_turn",
     "discard_playbook_draft",
     "fold_lessons",
     "observation_file",
     "observation_path",
+    "parse_brief",
     "parse_observation",
     "parse_playbook",
     "parse_playbook_edits",

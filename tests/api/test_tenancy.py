@@ -41,6 +41,8 @@ from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import ExtractionRun, MemoryItem, RunStatus
 from cogitator_memory.items.services import MemoryItems
 from cogitator_memory.items.statements import NewEvidence, NewItem
+from cogitator_memory.llm.registry import get_summarizer
+from cogitator_memory.llm.scripted import ScriptedAnswer, ScriptedModel
 from cogitator_memory.sessions.models import ChannelSession
 from cogitator_memory.upkeep.observation_files import (
     Statement,
@@ -331,6 +333,25 @@ def world(
     victim_compaction_run = CompactionRun.objects.create(
         thread=theirs.thread, status=RunStatus.DONE
     )
+    # A model that answers every brief with cards naming the victim's item and turn: a
+    # brief keeps only cards of the sources recall gave it, so none of them comes back.
+    model = get_summarizer()
+    assert isinstance(model, ScriptedModel)
+    poisoned = [
+        {
+            "kind": "knowledge",
+            "text": f"{VICTIM_TAG.strip()} {victim_item.pk}",
+            "quote": "left the depot.",
+            "source": f"turn:{theirs.reply.pk}",
+        },
+        {
+            "kind": "knowledge",
+            "text": f"{VICTIM_TAG.strip()} {theirs.thread_id}",
+            "quote": victim_item.content or f"{victim_item.value}",
+            "source": f"item:{victim_item.pk}",
+        },
+    ]
+    model.add(ScriptedAnswer(json.dumps(poisoned), match='"max_cards"', repeat=True))
     keep_file(own, OWN_FILE, "Mine.")
     keep_file(theirs, VICTIM_FILE, VICTIM_FILE_TEXT)
     keep_observation(own, own_item)
@@ -1257,6 +1278,12 @@ MATRIX: dict[tuple[str, str], list[Attempt]] = {
             "thread_not_found",
             body={"thread_id": "{victim_thread}", "max_tokens": 1000},
         ),
+        refused(
+            "build the victim's thread with a brief",
+            "context/",
+            "thread_not_found",
+            body={"thread_id": "{victim_thread}", "max_tokens": 1000, "brief_cards": 2},
+        ),
         Attempt(
             "build the actor's thread up to the victim's entry",
             "context/",
@@ -1299,6 +1326,38 @@ MATRIX: dict[tuple[str, str], list[Attempt]] = {
         ),
     ],
     ("recall/", "OPTIONS"): [Attempt("options of the recall", "recall/", 200)],
+    ("brief/", "POST"): [
+        refused(
+            "brief in the victim's thread",
+            "brief/",
+            "thread_not_found",
+            body={**OWN_SCOPE_BODY, "thread_id": "{victim_thread}", "input": "parcel"},
+        ),
+        Attempt(
+            "brief from the victim's items",
+            "brief/",
+            403,
+            "permission_denied",
+            body={**VICTIM_SCOPE_BODY, "input": "parcel depot"},
+            compare_with_missing=False,
+        ),
+        Attempt(
+            "brief the victim's thread under the victim's agent",
+            "brief/",
+            403,
+            "permission_denied",
+            body={**VICTIM_SCOPE_BODY, "thread_id": "{victim_thread}", "input": "parcel"},
+            compare_with_missing=False,
+        ),
+        Attempt(
+            "brief in the actor's own thread, with the victim's words",
+            "brief/",
+            200,
+            body={**OWN_SCOPE_BODY, "thread_id": "{own_thread}", "input": "parcel victim secret"},
+            compare_with_missing=False,
+        ),
+    ],
+    ("brief/", "OPTIONS"): [Attempt("options of the brief", "brief/", 200)],
     **FILE_ROWS,
     **OBSERVATION_ROWS,
     **SESSION_ROWS,
@@ -1377,6 +1436,7 @@ def test_the_walk_finds_the_endpoints_of_the_api():
         "search/",
         "context/",
         "recall/",
+        "brief/",
         "files/",
         "files/content/",
         "files/history/",

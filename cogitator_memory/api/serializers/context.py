@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 from zoneinfo import available_timezones
 
 from rest_framework import serializers
@@ -27,8 +27,9 @@ from cogitator_memory.context.config import (
     STRATEGIES,
 )
 from cogitator_memory.context.partitions import PARTITION_NAMES
-from cogitator_memory.context.result import BuiltContext
+from cogitator_memory.context.result import BuiltContext, ErrorSource
 from cogitator_memory.recall.types import QUERY_KINDS, RecallHit, Retrieval
+from cogitator_memory.upkeep.brief import CARD_KINDS, MAX_BRIEF_CARDS
 
 MAX_BUDGET = MAX_REQUEST_BUDGET
 MAX_PROMPT_CHARS = MAX_REQUEST_PROMPT_CHARS
@@ -127,6 +128,16 @@ class ContextRequestSerializer(serializers.Serializer):
     include_semantic_context = StrictBooleanField(
         required=False, default=False, help_text="Search results of the input."
     )
+    brief_cards = StrictIntegerField(
+        min_value=0,
+        max_value=MAX_BRIEF_CARDS,
+        required=False,
+        default=0,
+        help_text="Cards of a pre-turn brief drawn by the configured model from what a "
+        "hybrid build recalls (one model call, none when it recalls nothing), sent in the "
+        "memory context after `brief`; 0 (the default) for none. A brief that fails is "
+        "left out and listed in `errors`.",
+    )
     partitions = PartitionsSerializer(
         required=False, default=dict, help_text="Shares merged over the defaults."
     )
@@ -134,7 +145,7 @@ class ContextRequestSerializer(serializers.Serializer):
 
 class ContextErrorSerializer(serializers.Serializer):
     source = serializers.ChoiceField(  # type: ignore[assignment]  # a field, not the attribute
-        choices=["history", "facts", "semantic", "graph", "relevance"],
+        choices=list(get_args(ErrorSource)),
         help_text="The part left out.",
     )
     message = serializers.CharField()
@@ -173,6 +184,13 @@ class ContextMetadataSerializer(serializers.Serializer):
     graph_edges_included = serializers.IntegerField(min_value=0)
 
 
+class BriefCardSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=list(CARD_KINDS))
+    text = serializers.CharField(help_text="What to keep in mind for the turn.")
+    quote = serializers.CharField(help_text="The words of the source it stands on.")
+    source = serializers.CharField(help_text="turn:<entry id> or item:<item id>.")  # type: ignore[assignment]  # a field, not the attribute
+
+
 class BuiltContextSerializer(serializers.Serializer):
     """What a model would get: the messages in prompt-cache order, the memory context
     sent with the input, tokens per partition, and what was left out and why."""
@@ -194,6 +212,7 @@ class BuiltContextSerializer(serializers.Serializer):
     errors = ContextErrorSerializer(many=True)  # type: ignore[assignment]  # a field
     warnings = serializers.ListField(child=serializers.CharField())
     metadata = ContextMetadataSerializer()
+    brief_cards = BriefCardSerializer(many=True, help_text="The cards of the brief sent.")
 
     def to_representation(self, instance: BuiltContext) -> dict[str, Any]:
         dropped = instance.dropped
@@ -230,6 +249,7 @@ class BuiltContextSerializer(serializers.Serializer):
                 "graph_nodes_included": instance.metadata.graph_nodes_included,
                 "graph_edges_included": instance.metadata.graph_edges_included,
             },
+            "brief_cards": [card.as_dict() for card in instance.brief_cards],
         }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -20,6 +20,7 @@ from cogitator_memory.api.serializers.context import (
     RecallRequestSerializer,
     RetrievalSerializer,
 )
+from cogitator_memory.api.serializers.errors import ErrorSerializer
 from cogitator_memory.api.views.base import (
     COMMON_ERRORS,
     ERROR_400,
@@ -36,9 +37,16 @@ from cogitator_memory.context.config import (
 )
 from cogitator_memory.exceptions import ThreadNotFound
 from cogitator_memory.grants import MemoryScope
+from cogitator_memory.llm.registry import require_summarizer
 from cogitator_memory.recall.retriever import MemoryRetriever
 from cogitator_memory.threads.selectors import entry_in_thread
+from cogitator_memory.upkeep.brief import MemoryBriefer
+from cogitator_memory.upkeep.brief_turn import BRIEF_WORK
 from cogitator_memory.upkeep.observations import MemoryObservations
+
+ERROR_409_NO_BRIEF_MODEL = OpenApiResponse(
+    ErrorSerializer, description="No model is configured: the brief is off (llm_unavailable)."
+)
 
 
 @extend_schema_view(
@@ -48,12 +56,15 @@ from cogitator_memory.upkeep.observations import MemoryObservations
         description="The context a model would get for the thread's next turn: the system "
         "message, the summary and history the budget keeps, and the memory context (facts, "
         "recall) sent with the input, with tokens per partition and every block left out "
-        "and why. Parts that fail to load are left out and listed in `errors`.",
+        "and why. Parts that fail to load are left out and listed in `errors`. With "
+        "`brief_cards`, a pre-turn brief of what a hybrid build recalls goes first in the "
+        "memory context; 409 when no model is configured for it.",
         request=ContextRequestSerializer,
         responses={
             200: BuiltContextSerializer,
             400: ERROR_400,
             404: ERROR_404,
+            409: ERROR_409_NO_BRIEF_MODEL,
             **COMMON_ERRORS,
         },
     ),
@@ -77,10 +88,17 @@ class ContextView(MemoryAPIView):
             partitions=params["partitions"],
             time_zone=params["time_zone"],
         )
+        briefer = None
+        if params["brief_cards"]:
+            # Asked for by name: without a model the answer says so, as extraction's does.
+            summarize = require_summarizer(BRIEF_WORK)
+            briefer = MemoryBriefer(summarize, max_cards=params["brief_cards"])
         # Shared embeddings (of no agent) only where the server lets API searches see them.
         # Observations of the entities the turn names come from memory's own files.
         deps = ContextBuilderDeps(
-            include_shared=shared_embeddings_searchable(), observations=MemoryObservations()
+            include_shared=shared_embeddings_searchable(),
+            observations=MemoryObservations(),
+            briefer=briefer,
         )
         built = ContextBuilder(config, deps).build(
             thread_id=thread.pk,
