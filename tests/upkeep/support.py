@@ -22,6 +22,7 @@ def write_fact(
     kind: str = ItemKind.FACT,
     trust: str = Trust.SYSTEM,
     items: MemoryItems | None = None,
+    content: str = "",
 ) -> MemoryItem:
     """A statement written in ``scope`` (a system's: active at once)."""
     return (
@@ -33,7 +34,7 @@ def write_fact(
                 subject=subject,
                 attribute=attribute,
                 value=value,
-                content=f"{subject} {attribute} {value}",
+                content=content or f"{subject} {attribute} {value}",
                 trust=trust,
                 valid_from=AS_OF,
             ),

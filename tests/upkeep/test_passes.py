@@ -207,3 +207,52 @@ def test_forgetting_a_user_takes_the_upkeep_of_their_scopes(
     assert set(UpkeepRun.objects.values_list("user_id", flat=True)) == {"user-001"}
     assert set(UpkeepScopeState.objects.values_list("user_id", flat=True)) == {"user-001"}
     assert MemoryItem.objects.filter(user_id=scopes[0].user_id).count() == 0
+
+
+# --- a pass's steps, with a model that answers by rules ----------------------------------
+
+RULES: dict[str, Any] = {
+    "LLM": {"PROVIDER": "project.demo.rule_model.RuleModel"},
+    "UPKEEP": {"ENABLED": True, "PLAYBOOK_MODE": "shadow"},
+}
+
+
+def test_a_pass_refreshes_observations_dedupes_and_drafts_the_playbook_then_rests(
+    committed: Callable[[], Any],
+) -> None:
+    scope = MemoryScope(AGENT, user_id="ana")
+    for attribute, value in (("seat", "aisle"), ("diet", "vegetarian"), ("home", "Lisbon")):
+        write_fact(scope, "Ana", attribute, value)
+    # The same statement twice, said by a user and by a tool: the tool's goes.
+    said = "The Rome trip stays at Hotel Aurora."
+    told = write_fact(scope, "Rome trip", "hotel", "Aurora", trust=Trust.USER, content=said)
+    echoed = write_fact(scope, "Rome trip", "stay", "Aurora", trust=Trust.TOOL, content=said)
+    MemoryItems().activate([told.pk, echoed.pk])
+    lesson = write_fact(
+        scope, "flights", "lesson", "check the departure time before booking", kind="lesson"
+    )
+    with override_settings(COGITATOR_MEMORY=RULES), committed():
+        run, _ = request_upkeep(scope, work=UpkeepWork.PASS)
+    run.refresh_from_db()
+    assert run.status == RunStatus.DONE, run.error
+    report = run.report
+    assert report["observations"]["written"] >= 1
+    assert report["playbook"]["path"] == "/memories/playbook.next.md"
+    assert report["playbook"]["lessons"] == 1
+    assert report["model_calls"] >= 3
+    states = dict(
+        MemoryItem.objects.filter(pk__in=[told.pk, echoed.pk]).values_list("pk", "status")
+    )
+    assert states == {told.pk: ItemStatus.ACTIVE, echoed.pk: ItemStatus.STALE}
+    assert report["dedupe"]["stale"] == 1
+    from cogitator_memory.upkeep.playbook import read_playbook_draft
+
+    draft = read_playbook_draft(scope)
+    assert draft is not None and f"[lesson:{lesson.pk}]" in draft.text
+    state = UpkeepScopeState.objects.get(agent_id=AGENT, user_id="ana")
+    assert state.passes == 1 and state.dedupe_through is not None
+    # Nothing changed since: the next pass of the scope asks the model nothing.
+    with override_settings(COGITATOR_MEMORY=RULES), committed():
+        again, _ = request_upkeep(scope, work=UpkeepWork.PASS)
+    again.refresh_from_db()
+    assert again.status == RunStatus.DONE and again.report["model_calls"] == 0
