@@ -35,6 +35,14 @@ from cogitator_memory.upkeep.dedupe_prompt import (
     dedupe_message,
     read_dedupe_answer,
 )
+from cogitator_memory.upkeep.playbook import (
+    FoldResult,
+    PlaybookFile,
+    fold_lessons,
+    promote_playbook,
+    read_playbook,
+    read_playbook_draft,
+)
 
 __all__ = ["MAX_SUBJECT_ITEMS", "DedupeResult", "MemoryConsolidator", "StaleMark"]
 
@@ -161,6 +169,35 @@ class MemoryConsolidator:
             through=self._through(since, done, stopped_at),
             model_calls=calls,
         )
+
+    # --- the playbook (``upkeep/playbook.py``) -----------------------------------------
+
+    def fold_lessons(
+        self, scope: MemoryScope, *, summarize: Summarize, mode: str = "apply"
+    ) -> FoldResult | None:
+        """Fold the scope's new active lessons into its playbook (``mode="shadow"``: into
+        its draft); None when nothing was folded. See ``playbook.fold_lessons``."""
+        return fold_lessons(
+            scope,
+            summarize=summarize,
+            mode=mode,
+            items=self.items,
+            files=self.files,
+            clock=self.clock,
+        )
+
+    def read_playbook(self, scope: MemoryScope) -> PlaybookFile | None:
+        """The file at ``PLAYBOOK_PATH`` of exactly the scope (never a model's version)."""
+        return read_playbook(scope)
+
+    def read_playbook_draft(self, scope: MemoryScope) -> PlaybookFile | None:
+        """The draft at ``PLAYBOOK_DRAFT_PATH``, if one stands."""
+        return read_playbook_draft(scope)
+
+    def promote_playbook(self, scope: MemoryScope, *, user: object | None = None) -> PlaybookFile:
+        """Make the draft the playbook, refused when the playbook changed since the draft
+        was made or a model wrote it. Reviews by people go through ``PromotePlaybook``."""
+        return promote_playbook(scope, user=user, files=self.files)
 
     def _subjects(
         self, scope: MemoryScope, since: datetime | None, *, limit: int

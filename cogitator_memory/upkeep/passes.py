@@ -53,7 +53,6 @@ from cogitator_memory.llm.protocol import Summarize
 from cogitator_memory.llm.registry import get_summarizer, require_summarizer
 from cogitator_memory.upkeep.consolidation import MemoryConsolidator
 from cogitator_memory.upkeep.observations import MemoryObservations
-from cogitator_memory.upkeep.playbook import fold_lessons
 from cogitator_memory.upkeep.records import (
     UpkeepCursor,
     UpkeepRun,
@@ -239,7 +238,7 @@ def run_upkeep(
             if deduped.through is not None:
                 _save_state(state, dedupe_through=deduped.through)
         recorder.progress(report)
-        folded = fold_lessons(scope, summarize=model, mode=config.playbook_mode)
+        folded = consolidator.fold_lessons(scope, summarize=model, mode=config.playbook_mode)
         report["playbook"] = {
             "edits": len(folded.edits) if folded else 0,
             "lessons": len(folded.lesson_ids) if folded else 0,

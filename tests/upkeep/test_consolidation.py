@@ -545,3 +545,34 @@ def test_the_subjects_and_their_items_are_read_through_indexes() -> None:
         subject_plan, table, "user_id"
     ), subject_plan
     assert first.subject_id in by_subject[0]
+
+
+def test_the_consolidator_folds_reads_and_promotes_the_playbook() -> None:
+    from cogitator_memory.upkeep import PLAYBOOK_DRAFT_PATH
+    from project.demo.rule_model import RuleModel
+
+    scope = MemoryScope("concierge", user_id="ana")
+    lesson = (
+        MemoryItems()
+        .write(
+            scope,
+            NewItem(
+                kind="lesson",
+                subject="flights",
+                attribute="lesson",
+                value="check the departure time",
+                content="Check the departure time before booking.",
+                trust="system",
+            ),
+        )
+        .item
+    )
+    consolidator = MemoryConsolidator()
+    folded = consolidator.fold_lessons(scope, summarize=RuleModel(), mode="shadow")
+    assert folded is not None and folded.path == PLAYBOOK_DRAFT_PATH
+    assert consolidator.read_playbook(scope) is None
+    draft = consolidator.read_playbook_draft(scope)
+    assert draft is not None and f"[lesson:{lesson.pk}]" in draft.text
+    promoted = consolidator.promote_playbook(scope)
+    assert consolidator.read_playbook(scope) == promoted
+    assert consolidator.read_playbook_draft(scope) is None
