@@ -3,7 +3,9 @@ items) as ``BriefSource``s, handed to the builder's briefer (``deps.briefer``) o
 cards' block goes into the brief partition, after any brief the caller passed.
 
 Only a build that recalls asks, and only when recall found something: a turn that memory
-knows nothing about costs no model call. A briefer that fails (a model down, an answer
+knows nothing about costs no model call. The sources are everything recall found, before
+the budget is fitted (the brief is fitted first, as a required partition); items kept as
+known facts are not recalled, so they are not sources. A briefer that fails (a model down, an answer
 that cannot be read) leaves the brief out and is reported under ``brief``; a brief is a
 hint and never stops a build.
 """
