@@ -1,9 +1,13 @@
-"""Load the demo conversation once and extract its memory items in shadow mode.
+"""Load the demo conversation once, extract its memory items in shadow mode, and draft a
+playbook from the lessons of earlier runs.
 
 Demo data: ``project/demo/data/conversation.json`` is an invented conversation, and
 ``extraction-answers.json`` holds extraction answers written for it, replayed by the
 scripted model, so the demo shows suggested items (with their quotes) to review without
-any model being reachable. Running it again changes nothing.
+any model being reachable. ``lessons.json`` holds two lessons the agent learned with Ana
+(system lessons, each quoting a turn of the conversation); they are folded in shadow mode
+by the rule-based stand-in model (``project/demo/rule_model.py``), so a playbook draft
+waits for review beside the suggested items. Running it again changes nothing.
 """
 
 from __future__ import annotations
@@ -16,10 +20,15 @@ from typing import Any
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from cogitator_memory.grants import MemoryScope
+from cogitator_memory.items.services import MemoryItems
+from cogitator_memory.items.statements import NewEvidence, NewItem
 from cogitator_memory.items.thread_windows import extract_thread
 from cogitator_memory.llm.scripted import ScriptedModel
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Thread
+from cogitator_memory.upkeep.playbook import fold_lessons
+from project.demo.rule_model import RuleModel
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -37,7 +46,7 @@ class Command(BaseCommand):
             services.create_thread(
                 conversation["agent_id"], conversation["metadata"], thread_id=thread_id
             )
-            for message in conversation["messages"]:
+            entries = [
                 services.add_entry(
                     thread_id,
                     type=message.get("type", "message"),
@@ -45,8 +54,13 @@ class Command(BaseCommand):
                     content=message["content"],
                     created_at=datetime.fromisoformat(message["at"]),
                 )
+                for message in conversation["messages"]
+            ]
         model = ScriptedModel.from_file(DATA / "extraction-answers.json")
         done = extract_thread(thread_id, summarize=model, mode="shadow")
+        scope = MemoryScope(conversation["agent_id"], user_id=conversation["metadata"]["userId"])
+        lessons = self.write_lessons(scope, [entry.pk for entry in entries])
+        folded = fold_lessons(scope, summarize=RuleModel(), mode="shadow")
         self.stdout.write(
             self.style.SUCCESS(
                 f"Loaded the demo conversation ({len(conversation['messages'])} messages) and "
@@ -54,3 +68,31 @@ class Command(BaseCommand):
                 "http://127.0.0.1:8000/admin/cogitator_memory/memoryitem/"
             )
         )
+        if folded is not None:
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"Folded {lessons} lessons into a playbook draft: review it at "
+                    "http://127.0.0.1:8000/admin/cogitator_memory/playbookdraft/"
+                )
+            )
+
+    def write_lessons(self, scope: MemoryScope, entry_ids: list[str]) -> int:
+        """The lessons of ``lessons.json``, each quoting its turn; returns how many."""
+        lessons = json.loads((DATA / "lessons.json").read_text())["lessons"]
+        items = MemoryItems()
+        for lesson in lessons:
+            items.write(
+                scope,
+                NewItem(
+                    kind="lesson",
+                    subject=lesson["subject"],
+                    attribute=lesson["attribute"],
+                    value=lesson["value"],
+                    content=lesson["content"],
+                    trust="system",
+                    evidence=[
+                        NewEvidence(quote=lesson["quote"], entry_id=entry_ids[lesson["message"]])
+                    ],
+                ),
+            )
+        return len(lessons)
