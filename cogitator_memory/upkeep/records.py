@@ -26,7 +26,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from cogitator_memory.files.models import SHA256_LENGTH
-from cogitator_memory.grants import GrantedQuerySet
+from cogitator_memory.grants import ScopedQuerySet
 from cogitator_memory.items.models import ScopeFields
 from cogitator_memory.jobs import JobRecord, RunStatus, due_index, status_known
 
@@ -37,6 +37,14 @@ __all__ = [
     "UpkeepWork",
     "new_upkeep_run_id",
 ]
+
+
+class UpkeepRunQuerySet(ScopedQuerySet["UpkeepRun"]):
+    """Runs, reached through their scope."""
+
+
+class UpkeepStateQuerySet(ScopedQuerySet["UpkeepScopeState"]):
+    """Pass states, reached through their scope."""
 
 
 def new_upkeep_run_id() -> str:
@@ -74,7 +82,7 @@ class UpkeepRun(ScopeFields, JobRecord):
     )
     report = models.JSONField(_("report"), null=True, blank=True)
 
-    objects = GrantedQuerySet.as_manager()
+    objects = UpkeepRunQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("upkeep run")
@@ -126,6 +134,8 @@ class UpkeepScopeState(ScopeFields):
         _("last run"), max_length=64, null=True, blank=True
     )
     passes = models.PositiveIntegerField(_("passes"), default=0)
+
+    objects = UpkeepStateQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("upkeep scope state")
