@@ -38,7 +38,7 @@ from cogitator_memory.admin.records import GrantScopedAdmin, ReadOnlyAdmin
 from cogitator_memory.admin.review import ReviewAdmin
 from cogitator_memory.admin.scale import LargeTableAdmin
 from cogitator_memory.exceptions import NotFound, ReviewRefused
-from cogitator_memory.files.models import Author, MemoryFileHead, MemoryFileVersion
+from cogitator_memory.files.models import Author, MemoryFileHead
 from cogitator_memory.files.paths import PLAYBOOK_PATH
 from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.items.models import Evidence, MemoryItem
@@ -155,7 +155,7 @@ class DraftState:
 def draft_state(draft: PlaybookDraft) -> DraftState:
     """The draft as its head stands (whoever wrote it: a model's draft is shown, and
     refused on promotion) against the playbook that stands in exactly its scope."""
-    version = MemoryFileVersion.objects.only("content", "author").get(pk=draft.version_id)
+    version = draft.version  # read with the row on the list (list_select_related)
     text = version.content or ""
     playbook = read_playbook(MemoryScope.of(draft))
     changes = rule_changes(
@@ -184,6 +184,7 @@ def scope_text(scope: MemoryScope) -> str:
 class PlaybookDraftAdmin(ReviewAdmin, GrantScopedAdmin, ReadOnlyAdmin, LargeTableAdmin):
     list_display = ("draft", "agent_id", "user_id", "project_id", "thread_id", "drafted", "rules")
     list_display_links = ("draft",)
+    list_select_related = ("version",)
     ordering = ("-updated_at", "-id")
     sortable_by = ()
     actions = ()
