@@ -262,7 +262,9 @@ class PlaybookDraftAdmin(ReviewAdmin, GrantScopedAdmin, ReadOnlyAdmin, LargeTabl
         """GET: what the decision will do; POST: the decision, then a message and the
         list (the draft is gone) or, when refused, back to the draft's page. 404 for a
         draft the staff user cannot see (and, on GET, for one already decided), 403
-        without the permission."""
+        without the permission (or without the drafts' view permission)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
         row_id = unquote(object_id)
         action = self.review(request, decision)
         try:

@@ -42,9 +42,10 @@ def page_of(draft: PlaybookDraft, view: str = "change") -> str:
     return f"{LIST}{quote(draft.pk)}/{view}/"
 
 
-def reviewer(*permissions: str, name: str = "reviewer") -> Client:
+def reviewer(*permissions: str, name: str = "reviewer", viewer: bool = True) -> Client:
     user = User.objects.create_user(name, password="pw", is_staff=True)
-    for codename in ("view_playbookdraft", "view_memoryfilehead", *permissions):
+    views = ("view_playbookdraft", "view_memoryfilehead") if viewer else ()
+    for codename in (*views, *permissions):
         user.user_permissions.add(Permission.objects.get(codename=codename))
     Grant.objects.create(user=user, agent_id="concierge")
     client = Client()
@@ -267,6 +268,7 @@ def test_promotion_confirms_first_then_promotes_and_logs() -> None:
     assert playbook_versions() == 2
     (entry,) = LogEntry.objects.all()
     assert entry.object_id == str(found.draft.pk)
+    assert entry.content_type.model == "playbookdraft"
     assert entry.change_message.startswith("promoted")
 
 
@@ -352,4 +354,15 @@ def test_a_draft_a_model_wrote_is_marked_and_its_promotion_refused() -> None:
 
     assert "Nothing was changed: A model wrote this playbook draft" in response.content.decode()
     assert read_playbook(ANA) == before
+    assert not LogEntry.objects.exists()
+
+
+def test_deciding_takes_the_drafts_view_permission_too() -> None:
+    found = drafted()
+    client = reviewer(*DECIDE, viewer=False)
+
+    assert client.get(LIST).status_code == 403
+    assert client.post(page_of(found.draft, "promote")).status_code == 403
+
+    assert read_playbook_draft(ANA) is not None
     assert not LogEntry.objects.exists()
