@@ -6,6 +6,7 @@ from cogitator_memory.admin import (  # noqa: F401
     items,
     jobs,
     outbox,
+    playbook,
     runs,
     sessions,
     threads,
