@@ -11,6 +11,10 @@ from rest_framework import serializers
 from cogitator_memory.api.serializers.upkeep import UpkeepScopeSerializer
 from cogitator_memory.files.models import Author
 from cogitator_memory.upkeep.playbook import PlaybookFile
+from cogitator_memory.upkeep.review import MAX_ID_DIGITS
+
+# A draft's id is the key of its file head: a whole number; a longer text names none.
+DRAFT_ID_MAX_LENGTH = MAX_ID_DIGITS
 
 _DATETIME = serializers.DateTimeField()
 
