@@ -320,3 +320,22 @@ def test_an_id_no_draft_can_have_is_not_found(
     response = decide(reviewer(*BOTH), "promote", draft)
     assert response.status_code == 404
     assert response.json()["code"] == "playbook_draft_not_found"
+
+
+def test_the_agent_wide_draft_is_reviewed_only_by_grants_of_every_user(
+    reviewer: Callable[..., APIClient],
+) -> None:
+    # One user's grant does not reach what every user of the agent reads.
+    shared = MemoryScope(AGENT)
+    fold(shared, mode="shadow")
+    draft = draft_id(shared)
+    limited = reviewer(*BOTH, name="bea-only", grants={AGENT: ["bea"]})
+    whole = reviewer(*BOTH, name="lead")
+
+    assert limited.get(f"{API}/playbook/?agent_id={AGENT}").json()["draft"] is None
+    assert decide(limited, "promote", draft).status_code == 404
+    promoted = decide(whole, "promote", draft)
+
+    assert promoted.status_code == 200
+    assert promoted.json()["draft"] is None and promoted.json()["playbook"]["rules"]
+    assert read_playbook(shared) is not None

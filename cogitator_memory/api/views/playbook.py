@@ -39,9 +39,7 @@ NO_PLAYBOOK: dict[str, Any] = {"playbook": None, "draft": None}
 
 ERROR_403_DECISION = OpenApiResponse(
     ErrorSerializer,
-    description="An API key, or a user without the decision's permission "
-    "(review_not_permitted); a user whose grants read the draft's scope but may not "
-    "write in it (permission_denied).",
+    description="An API key, or a user without the decision's permission (review_not_permitted).",
 )
 ERROR_404_DRAFT = OpenApiResponse(
     ErrorSerializer,
