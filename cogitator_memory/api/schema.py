@@ -30,6 +30,7 @@ from drf_spectacular.plumbing import ResolvedComponent, append_meta
 
 from cogitator_memory.api.serializers.fields import TEXT_PATTERN, schema_pattern
 from cogitator_memory.api.serializers.items import ITEM_ID_MAX_LENGTH
+from cogitator_memory.api.serializers.playbook import DRAFT_ID_MAX_LENGTH
 from cogitator_memory.api.serializers.sessions import SESSION_ID_MAX_LENGTH
 from cogitator_memory.api.serializers.threads import ENTRY_ID_MAX_LENGTH, THREAD_ID
 from cogitator_memory.grants import USER_ID_KEY, USER_ID_MAX_LENGTH
@@ -233,6 +234,8 @@ PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "session_id": {"minLength": 1, "maxLength": SESSION_ID_MAX_LENGTH, **TEXT},
     # Any user id a thread can have; one of no memory exports an empty document.
     "user_id": {"minLength": 1, "maxLength": USER_ID_MAX_LENGTH, **TEXT},
+    # The key of a playbook draft's file head, a whole number in its decimal digits.
+    "draft_id": {"minLength": 1, "maxLength": DRAFT_ID_MAX_LENGTH, **TEXT},
 }
 # Operations whose body must be given: without one it is {}, which they refuse (drf-spectacular
 # requires a body only of a serializer with required fields).

@@ -35,6 +35,11 @@ from cogitator_memory.api.views.items import (
     ItemRejectView,
 )
 from cogitator_memory.api.views.observations import ObservationListView
+from cogitator_memory.api.views.playbook import (
+    PlaybookDiscardView,
+    PlaybookPromoteView,
+    PlaybookView,
+)
 from cogitator_memory.api.views.search import SearchView
 from cogitator_memory.api.views.sessions import SessionDetailView, SessionListView
 from cogitator_memory.api.views.threads import ThreadDetailView, ThreadListView
@@ -89,4 +94,15 @@ urlpatterns = [
     path("observations/refresh/", ObservationsRefreshView.as_view(), name="observations-refresh"),
     path("consolidation/", ConsolidationView.as_view(), name="consolidation"),
     path("upkeep-runs/<str:run_id>/", UpkeepRunView.as_view(), name="upkeep-run"),
+    path("playbook/", PlaybookView.as_view(), name="playbook"),
+    path(
+        "playbook/drafts/<str:draft_id>/promote/",
+        PlaybookPromoteView.as_view(),
+        name="playbook-draft-promote",
+    ),
+    path(
+        "playbook/drafts/<str:draft_id>/discard/",
+        PlaybookDiscardView.as_view(),
+        name="playbook-draft-discard",
+    ),
 ]

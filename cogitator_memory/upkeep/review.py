@@ -23,8 +23,10 @@ from cogitator_memory.upkeep.playbook import discard_playbook_draft, promote_pla
 
 __all__ = ["DiscardPlaybookDraft", "PlaybookDraftReview", "PromotePlaybook"]
 
-# Ids are head keys (big integers): longer texts name no row.
+# Ids are head keys (big integers): longer texts and larger numbers name no row (SQLite
+# refuses an integer past the largest it stores rather than finding nothing).
 MAX_ID_DIGITS = 19
+LARGEST_ID = 2**63 - 1
 
 
 class PlaybookDraftReview(ReviewAction[PlaybookDraft]):
@@ -58,6 +60,7 @@ class PlaybookDraftReview(ReviewAction[PlaybookDraft]):
         numbers = [
             int(i) for i in wanted if i.isascii() and i.isdigit() and len(i) <= MAX_ID_DIGITS
         ]
+        numbers = [number for number in numbers if number <= LARGEST_ID]
         found = {str(row.pk): row for row in self.queryset().filter(pk__in=numbers)}
         for row_id in wanted:
             if row_id not in found:

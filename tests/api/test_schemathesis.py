@@ -64,6 +64,8 @@ from cogitator_memory.access.models import Grant
 from cogitator_memory.cascade.models import ForgetRun
 from cogitator_memory.compaction.models import CompactionRun
 from cogitator_memory.files.access import FileAccess
+from cogitator_memory.files.models import Author, MemoryFileHead
+from cogitator_memory.files.paths import PLAYBOOK_DRAFT_PATH
 from cogitator_memory.files.services import MemoryFiles
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import Evidence, ExtractionRun, MemoryItem, RunStatus
@@ -72,6 +74,7 @@ from cogitator_memory.items.statements import NewEvidence, NewItem
 from cogitator_memory.sessions.models import ChannelSession
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import EntryType, Role
+from cogitator_memory.upkeep.playbook_text import MadeFrom, Playbook, PlaybookRule, playbook_file
 from cogitator_memory.upkeep.records import UpkeepRun, UpkeepWork
 from project.settings import database_from_url
 from project.wsgi import application
@@ -110,6 +113,8 @@ HIDDEN_ENTRY_ID = "entry_st_hidden"
 ITEM_ID = "item_st_suggested"
 RUN_ID = "extr_st_done"
 SESSION_ID = "sess_st_main"
+# The id of the file head of ana's playbook draft.
+DRAFT_ID = "424242"
 SESSION_KEY = {
     "user_id": "ana",
     "channel_type": "web",
@@ -133,6 +138,7 @@ VALID_PATH_IDS = {
     "item_id": ITEM_ID,
     "run_id": RUN_ID,
     "session_id": SESSION_ID,
+    "draft_id": DRAFT_ID,
     # ana's memory: the export of every kind of row the fixed memory holds.
     "user_id": "ana",
 }
@@ -152,6 +158,8 @@ REVIEWS = {
     "POST /api/memory/items/{item_id}/activate/",
     "POST /api/memory/items/{item_id}/reject/",
     "POST /api/memory/items/{item_id}/let-go/",
+    "POST /api/memory/playbook/drafts/{draft_id}/promote/",
+    "POST /api/memory/playbook/drafts/{draft_id}/discard/",
 }
 # So are exports (an API key is answered 403).
 EXPORTS = {"GET /api/memory/users/{user_id}/export/"}
@@ -312,6 +320,13 @@ def write_fixed_memory() -> None:
         (MemoryScope(OTHER_AGENT), "/memories/user.md", "Hidden."),
     ):
         files.put(FileAccess(scope=scope), path, text)
+    # ana's playbook draft, as memory writes it in shadow mode, under a fixed id.
+    draft = playbook_file(
+        Playbook(rules=(PlaybookRule("Greet by name."),), made_from=MadeFrom(None, None))
+    )
+    ana = MemoryScope(GRANTED_AGENT, user_id="ana")
+    files.put(FileAccess(scope=ana, author=Author.MEMORY), PLAYBOOK_DRAFT_PATH, draft)
+    MemoryFileHead.objects.filter(path=PLAYBOOK_DRAFT_PATH).update(id=int(DRAFT_ID))
 
 
 # --- schemathesis, every phase, every check --------------------------------------------

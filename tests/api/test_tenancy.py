@@ -35,7 +35,8 @@ from cogitator_memory.api import urls as api_urls
 from cogitator_memory.cascade.models import ForgetRun
 from cogitator_memory.compaction.models import CompactionRun
 from cogitator_memory.files.access import FileAccess
-from cogitator_memory.files.models import Author
+from cogitator_memory.files.models import Author, MemoryFileHead
+from cogitator_memory.files.paths import PLAYBOOK_DRAFT_PATH
 from cogitator_memory.files.services import MemoryFiles
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.items.models import ExtractionRun, MemoryItem, RunStatus
@@ -44,12 +45,14 @@ from cogitator_memory.items.statements import NewEvidence, NewItem
 from cogitator_memory.llm.registry import get_summarizer
 from cogitator_memory.llm.scripted import ScriptedAnswer, ScriptedModel
 from cogitator_memory.sessions.models import ChannelSession
+from cogitator_memory.upkeep.models import PlaybookDraft
 from cogitator_memory.upkeep.observation_files import (
     Statement,
     observation_file,
     observation_path,
 )
 from cogitator_memory.upkeep.passes import request_upkeep
+from cogitator_memory.upkeep.playbook_text import MadeFrom, Playbook, PlaybookRule, playbook_file
 from cogitator_memory.upkeep.records import UpkeepRun, UpkeepWork
 from tests.api.conftest import (
     API,
@@ -81,6 +84,7 @@ ID_PLACEHOLDERS = (
     "victim_session",
     "victim_forget_run",
     "victim_upkeep_run",
+    "victim_playbook_draft",
 )
 MISSING = {
     "victim_thread": "no-such-thread",
@@ -98,7 +102,12 @@ MISSING = {
     "victim_session": "sess_00000000000000000000000000000000",
     "victim_forget_run": "fgt_00000000000000000000000000000000",
     "victim_upkeep_run": "upk_00000000000000000000000000000000",
+    "victim_playbook_draft": "7130000000000002",
 }
+# The head ids of the playbook drafts: big integers no answer holds by chance, so that
+# the victim's can be masked and looked for.
+OWN_DRAFT_ID = 7130000000000000
+VICTIM_DRAFT_ID = 7130000000000001
 OWN_FILE = "/memories/own.md"
 VICTIM_FILE = "/memories/victim-secret.md"
 VICTIM_FILE_TEXT = f"The parcel code is 4711.{VICTIM_TAG}"
@@ -126,6 +135,7 @@ class World:
     victim_session: ChannelSession | None = None
     victim_forget_run: ForgetRun | None = None
     victim_upkeep_run: UpkeepRun | None = None
+    victim_playbook_draft: PlaybookDraft | None = None
     scenario: str = ""
 
     def names(self) -> dict[str, str]:
@@ -154,6 +164,9 @@ class World:
             "victim_session": self.victim_session.pk if self.victim_session else "",
             "victim_forget_run": self.victim_forget_run.pk if self.victim_forget_run else "",
             "victim_upkeep_run": self.victim_upkeep_run.pk if self.victim_upkeep_run else "",
+            "victim_playbook_draft": (
+                str(self.victim_playbook_draft.pk) if self.victim_playbook_draft else ""
+            ),
         }
 
     def missing_names(self) -> dict[str, str]:
@@ -175,6 +188,15 @@ class World:
             *([self.victim_session.pk] if self.victim_session else []),
             *([self.victim_forget_run.pk] if self.victim_forget_run else []),
             *([self.victim_upkeep_run.pk] if self.victim_upkeep_run else []),
+            *(
+                [
+                    str(self.victim_playbook_draft.pk),
+                    self.victim_playbook_draft.version_id,
+                    self.victim_playbook_draft.version.sha256 or "",
+                ]
+                if self.victim_playbook_draft
+                else []
+            ),
         ]
 
 
@@ -223,7 +245,13 @@ def index_for_search(conversation: Conversation) -> None:
         )
 
 
-REVIEW_PERMISSIONS = ["activate_memoryitem", "reject_memoryitem", "let_go_memoryitem"]
+REVIEW_PERMISSIONS = [
+    "activate_memoryitem",
+    "reject_memoryitem",
+    "let_go_memoryitem",
+    "promote_playbookdraft",
+    "discard_playbookdraft",
+]
 EXPORT_PERMISSION = "export_user_memory"
 FORGET_PERMISSION = "forget_user_memory"
 
@@ -274,6 +302,18 @@ def keep_observation(conversation: Conversation, item: MemoryItem) -> None:
         based_on="fingerprint",
     )
     MemoryFiles().put(access, observation_path(item.subject_id, item.subject.name), text)
+
+
+def keep_playbook_draft(conversation: Conversation, rule: str, draft_id: int) -> PlaybookDraft:
+    """A playbook draft of the conversation's scope as memory writes it in shadow mode,
+    under the head id ``draft_id``."""
+    thread = conversation.thread
+    scope = MemoryScope(thread.agent_id, user_id=thread.user_id)
+    text = playbook_file(Playbook(rules=(PlaybookRule(rule),), made_from=MadeFrom(None, None)))
+    MemoryFiles().put(FileAccess(scope=scope, author=Author.MEMORY), PLAYBOOK_DRAFT_PATH, text)
+    head = PlaybookDraft.objects.get(agent_id=thread.agent_id, user_id=thread.user_id)
+    MemoryFileHead.objects.filter(pk=head.pk).update(id=draft_id)
+    return PlaybookDraft.objects.select_related("version").get(pk=draft_id)
 
 
 def channel_session(conversation: Conversation, channel_id: str) -> ChannelSession:
@@ -356,6 +396,8 @@ def world(
     keep_file(theirs, VICTIM_FILE, VICTIM_FILE_TEXT)
     keep_observation(own, own_item)
     keep_observation(theirs, victim_item)
+    keep_playbook_draft(own, "Greet by name.", OWN_DRAFT_ID)
+    victim_draft = keep_playbook_draft(theirs, f"Never tell.{VICTIM_TAG}", VICTIM_DRAFT_ID)
     world = World(
         actor,
         victim,
@@ -368,6 +410,7 @@ def world(
         own_run,
         victim_run,
         victim_compaction_run=victim_compaction_run,
+        victim_playbook_draft=victim_draft,
         scenario=request.param,
     )
     world.own_session = channel_session(own, "chat-own")
@@ -528,6 +571,46 @@ OBSERVATION_ROWS: dict[tuple[str, str], list[Attempt]] = {
         Attempt("head of the victim's observations", f"observations/?{VICTIM_SCOPE}", 200)
     ],
     ("observations/", "OPTIONS"): [Attempt("options of the observations", "observations/", 200)],
+}
+
+
+# The playbook: read of exactly one scope, one the grants do not reach reads as one with
+# neither playbook nor draft; a decision on a draft out of the grants is 404 before the
+# principal's kind or permissions are looked at, so an API key is answered alike.
+PLAYBOOK_DRAFT = "playbook/drafts/{victim_playbook_draft}"
+PLAYBOOK_ROWS: dict[tuple[str, str], list[Attempt]] = {
+    ("playbook/", "GET"): [
+        listing("the actor's own scope", f"playbook/?{OWN_SCOPE}", lists_own=True),
+        listing("the victim's scope", f"playbook/?{VICTIM_SCOPE}", lists_nothing=True),
+        listing(
+            "the victim's agent, no user", "playbook/?agent_id={victim_agent}", lists_nothing=True
+        ),
+        listing(
+            "the victim's scope and thread",
+            f"playbook/?{VICTIM_SCOPE}&thread_id={{victim_thread}}",
+            lists_nothing=True,
+        ),
+    ],
+    ("playbook/", "HEAD"): [
+        Attempt("head of the victim's playbook", f"playbook/?{VICTIM_SCOPE}", 200)
+    ],
+    ("playbook/", "OPTIONS"): [Attempt("options of the playbook", "playbook/", 200)],
+    **{
+        (f"playbook/drafts/<str:draft_id>/{decision}/", "POST"): [
+            refused(
+                f"{decision} the victim's playbook draft",
+                f"{PLAYBOOK_DRAFT}/{decision}/",
+                "playbook_draft_not_found",
+            )
+        ]
+        for decision in ("promote", "discard")
+    },
+    **{
+        (f"playbook/drafts/<str:draft_id>/{decision}/", "OPTIONS"): options(
+            f"{PLAYBOOK_DRAFT}/{decision}/"
+        )
+        for decision in ("promote", "discard")
+    },
 }
 
 
@@ -1364,6 +1447,7 @@ MATRIX: dict[tuple[str, str], list[Attempt]] = {
     **EXPORT_ROWS,
     **FORGET_ROWS,
     **UPKEEP_ROWS,
+    **PLAYBOOK_ROWS,
 }
 
 
@@ -1450,6 +1534,9 @@ def test_the_walk_finds_the_endpoints_of_the_api():
         "observations/refresh/",
         "consolidation/",
         "upkeep-runs/<str:run_id>/",
+        "playbook/",
+        "playbook/drafts/<str:draft_id>/promote/",
+        "playbook/drafts/<str:draft_id>/discard/",
     }
     # when
     declared = declared_endpoints()
@@ -1532,13 +1619,18 @@ def test_no_read_or_write_crosses_to_the_other_principal(
             assert OWN_FILE in [row["path"] for row in sent.data["results"]]
         elif route == "observations/":
             assert [world.own_item.pk] in [row["item_ids"] for row in sent.data["results"]]
+        elif route == "playbook/":
+            assert sent.data["draft"]["id"] == str(OWN_DRAFT_ID)
         else:
             own = {"items/": world.own_item.pk, "sessions/": world.own_session.pk}.get(
                 route, world.own.thread_id
             )
             assert own in [row["id"] for row in sent.data["results"]]
     if attempt.lists_nothing:
-        assert sent.data["results"] == []
+        if route == "playbook/":
+            assert sent.data == {"playbook": None, "draft": None}
+        else:
+            assert sent.data["results"] == []
     if attempt.finds_own:
         assert world.own.reply.pk in [hit["source_id"] for hit in sent.data["results"]]
     if attempt.exports_own and sent.status == 200:
