@@ -85,7 +85,7 @@ class GraphMerging(GraphRules):
     def _repoint_edges(self, keep: GraphNode, gone: set[str]) -> None:
         """Point the merged nodes' edges at the node kept: drop the loops this makes, and
         fold each group of edges that become one into one (the edge that already stood
-        there, else the oldest id), with all their evidence."""
+        there, else the one of the smallest id), with all their evidence."""
         touched = list(GraphEdge.objects.select_for_update().touching(gone).order_by("pk"))
         if not touched:
             return
