@@ -22,6 +22,7 @@ class CogitatorMemoryConfig(AppConfig):
         from cogitator_memory.embeddings import sources as vector_sources
         from cogitator_memory.embeddings.message_index import MESSAGE_VECTORS
         from cogitator_memory.files.forgetting import FileVersionsOnEntries
+        from cogitator_memory.graph.forgetting import GraphOnEntries
         from cogitator_memory.items import forgetting
         from cogitator_memory.items.models import ExtractionRun
         from cogitator_memory.items.vectors import ITEM_VECTORS
@@ -37,6 +38,7 @@ class CogitatorMemoryConfig(AppConfig):
         dependents.register(forgetting.ExtractionWindows())
         dependents.register(EntryKeywords())
         dependents.register(FileVersionsOnEntries())
+        dependents.register(GraphOnEntries())
         dependents.register(RunsOnEntries("extraction_runs", ExtractionRun))
         dependents.register(
             RunsOnEntries("compaction_runs", CompactionRun, entry_fields=["compaction_entry_id"])

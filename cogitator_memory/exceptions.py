@@ -751,3 +751,90 @@ class InvalidBriefInput(InvalidInput):
     whole number, an input that is not text, a source that is not a ``BriefSource``."""
 
     code = "invalid_brief"
+
+
+# --- the knowledge graph -----------------------------------------------------------------
+
+
+class GraphNodeNotFound(NotFound):
+    """No graph node has this id (or the caller may not see it)."""
+
+    code = "graph_node_not_found"
+
+    def __init__(self, node_id: str) -> None:
+        super().__init__(f"Graph node not found: {node_id!r}")
+        self.node_id = node_id
+
+
+class GraphEdgeNotFound(NotFound):
+    """No graph edge has this id (or the caller may not see it)."""
+
+    code = "graph_edge_not_found"
+
+    def __init__(self, edge_id: str) -> None:
+        super().__init__(f"Graph edge not found: {edge_id!r}")
+        self.edge_id = edge_id
+
+
+class InvalidGraphInput(InvalidInput):
+    """The fields of a graph node, an edge, a change or a traversal break the rules;
+    ``errors`` names each."""
+
+    code = "invalid_graph_input"
+
+
+class GraphScopeMismatch(InvalidGraphInput):
+    """An edge or a merge would join nodes of different scopes: the graph of one scope
+    never reaches into another. ``node_ids`` names the nodes."""
+
+    code = "graph_scope_mismatch"
+
+    def __init__(self, field: str, node_ids: Sequence[str]) -> None:
+        self.node_ids = list(node_ids)
+        super().__init__(
+            {
+                field: f"The nodes {', '.join(repr(i) for i in self.node_ids)} are of "
+                "different scopes; an edge or a merge joins nodes of one scope."
+            }
+        )
+
+
+class GraphNameTaken(Conflict):
+    """A node was renamed (or retyped) to the name of another node of its scope and type;
+    merge the two instead. ``node_id`` is the node that holds the name."""
+
+    code = "graph_name_taken"
+
+    def __init__(self, node_id: str, name: str) -> None:
+        super().__init__(
+            f"Graph node {node_id!r} of the same scope and type is named {name!r}; "
+            "merge the nodes instead."
+        )
+        self.node_id = node_id
+
+
+class GraphEdgeTaken(Conflict):
+    """An edge was changed to the source, target and relation of another edge; merge
+    them instead. ``edge_id`` is the edge that holds them."""
+
+    code = "graph_edge_taken"
+
+    def __init__(self, edge_id: str) -> None:
+        super().__init__(f"Graph edge {edge_id!r} already joins these nodes by this relation.")
+        self.edge_id = edge_id
+
+
+class GraphNodeNotReviewable(NotReviewable):
+    """A review decision the status of one or more chosen graph nodes does not allow;
+    nothing was changed."""
+
+    code = "graph_node_not_reviewable"
+    noun, nouns = "graph node", "graph nodes"
+
+
+class GraphEdgeNotReviewable(NotReviewable):
+    """A review decision the status of one or more chosen graph edges does not allow;
+    nothing was changed."""
+
+    code = "graph_edge_not_reviewable"
+    noun, nouns = "graph edge", "graph edges"

@@ -5,6 +5,7 @@ from cogitator_memory.cascade.models import ForgetRun
 from cogitator_memory.compaction.models import CompactionRun
 from cogitator_memory.embeddings.models import Embedding
 from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
+from cogitator_memory.graph.models import GraphEdge, GraphEvidence, GraphNode
 from cogitator_memory.items.models import (
     Entity,
     Evidence,
@@ -31,6 +32,9 @@ __all__ = [
     "ExtractionWindow",
     "ForgetRun",
     "Grant",
+    "GraphEdge",
+    "GraphEvidence",
+    "GraphNode",
     "KeywordCorpus",
     "KeywordPosting",
     "KeywordTerm",

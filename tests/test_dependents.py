@@ -57,6 +57,11 @@ DERIVED: dict[str, tuple[str, ...]] = {
     "OutboxMessage": ("payload",),
     # An entry waiting for its vector: goes with it, and when it is redacted.
     "PendingVector": ("entry", "error"),
+    # The knowledge graph: names and quotes said in conversations, and the evidence rows
+    # that name the entries they stand on.
+    "GraphNode": ("name", "key", "aliases", "properties"),
+    "GraphEdge": ("relation", "properties"),
+    "GraphEvidence": ("entry", "quote", "tool_call_id"),
 }
 
 # model -> why it holds no entry id and no text derived from entries.

@@ -4,12 +4,13 @@ What stands on entries goes through the dependents (``dependents.forget_entries`
 belongs to a scope stands on no entry in particular, and goes here:
 
 - a deleted thread: the items of its scope (``thread_id`` the thread) are purged
-  (``MemoryItems.purge``) with their vectors, and the memory file versions kept for the
-  thread alone are redacted and their files deleted (a deletion version through
-  ``MemoryFiles``), so the path leaves every listing and the history keeps the redacted
-  versions;
-- a forgotten user: the items, entities and memory files of every scope of the user
-  (``user_id`` the user) in an agent are deleted, rows and all, with the items' vectors.
+  (``MemoryItems.purge``) with their vectors, its graph nodes and edges deleted, and the
+  memory file versions kept for the thread alone are redacted and their files deleted (a
+  deletion version through ``MemoryFiles``), so the path leaves every listing and the
+  history keeps the redacted versions;
+- a forgotten user: the items, entities, graph nodes and edges and memory files of every
+  scope of the user (``user_id`` the user) in an agent are deleted, rows and all, with
+  the items' vectors.
 
 ``agents_with_data`` finds the agents of the app's data (for trusted code forgetting a user
 of every agent) with one short index probe per agent, not a scan.
@@ -33,6 +34,8 @@ from cogitator_memory.files.limits import byte_size
 from cogitator_memory.files.models import Author, MemoryFileHead, MemoryFileVersion
 from cogitator_memory.files.services import MemoryFiles
 from cogitator_memory.grants import MemoryScope
+from cogitator_memory.graph.forgetting import forget_graph_scope
+from cogitator_memory.graph.models import GraphEdge, GraphNode
 from cogitator_memory.items.models import Entity, MemoryItem
 from cogitator_memory.items.services import MemoryItems
 from cogitator_memory.sessions.models import ChannelSession
@@ -60,11 +63,33 @@ def _purge_items(items: MemoryItems, ids: list[str], report: CascadeReport) -> N
         report.admin_log_entries += forget_admin_log(MemoryItem, purged)
 
 
+def _forget_graph(
+    report: CascadeReport,
+    *,
+    agent_id: str,
+    user_id: str | None = None,
+    thread_id: str | None = None,
+) -> None:
+    """The graph nodes and edges of the user's (or the thread's) scopes, and the admin
+    log entries of them."""
+    forgotten = Forgotten()
+    nodes, edges = forget_graph_scope(
+        forgotten, agent_id=agent_id, user_id=user_id, thread_id=thread_id
+    )
+    report.add_forgotten(forgotten)
+    for chunk in _chunks(nodes):
+        report.admin_log_entries += forget_admin_log(GraphNode, chunk)
+    for chunk in _chunks(edges):
+        report.admin_log_entries += forget_admin_log(GraphEdge, chunk)
+
+
 def forget_thread_scope(thread: Thread, report: CascadeReport, *, items: MemoryItems) -> None:
-    """Purge the items of the thread's scope and redact the memory files kept for it
-    alone, their files deleted. Call inside the transaction that deletes the thread."""
+    """Purge the items of the thread's scope, delete its graph nodes and edges, and
+    redact the memory files kept for it alone, their files deleted. Call inside the
+    transaction that deletes the thread."""
     scoped = MemoryItem.objects.filter(agent_id=thread.agent_id, thread_id=thread.pk)
     _purge_items(items, list(scoped.values_list("pk", flat=True)), report)
+    _forget_graph(report, agent_id=thread.agent_id, thread_id=thread.pk)
 
     heads = MemoryFileHead.objects.filter(
         agent_id=thread.agent_id, thread_id=thread.pk, deleted=False
@@ -89,10 +114,11 @@ def forget_thread_scope(thread: Thread, report: CascadeReport, *, items: MemoryI
 def forget_user_scope(
     agent_id: str, user_id: str, report: CascadeReport, *, items: MemoryItems
 ) -> None:
-    """Delete the items, entities and memory files of every scope of the user in the
-    agent. Call inside a transaction."""
+    """Delete the items, entities, graph nodes and edges and memory files of every scope
+    of the user in the agent. Call inside a transaction."""
     owned = MemoryItem.objects.filter(agent_id=agent_id, user_id=user_id)
     _purge_items(items, list(owned.values_list("pk", flat=True)), report)
+    _forget_graph(report, agent_id=agent_id, user_id=user_id)
     # The upkeep of the user's scopes: its runs (their counts, no text) and pass states.
     report.runs += UpkeepRun.objects.filter(agent_id=agent_id, user_id=user_id).delete()[0]
     UpkeepScopeState.objects.filter(agent_id=agent_id, user_id=user_id).delete()
@@ -133,11 +159,13 @@ _AGENT_TABLES: tuple[type[Model], ...] = (
     MemoryFileVersion,
     ChannelSession,
     Embedding,
+    GraphNode,
 )
 
 
 def agents_with_data() -> list[str]:
-    """Every agent that has threads, items, entities, memory files, sessions or vectors:
+    """Every agent that has threads, items, entities, memory files, sessions, vectors or
+    graph nodes:
     per table, a walk from one agent to the next through the index that leads with the
     agent (a loose index scan, one probe per agent), on PostgreSQL and SQLite alike."""
     found: set[str] = set()

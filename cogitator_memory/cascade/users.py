@@ -31,6 +31,7 @@ from cogitator_memory.embeddings.types import EmbeddingFilter
 from cogitator_memory.exceptions import InvalidInput, NoGrant, ThreadNotFound
 from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
 from cogitator_memory.grants import MEMORY_USERS_KEY, USER_ID_KEY, memory_users
+from cogitator_memory.graph.models import GraphEdge, GraphEvidence, GraphNode
 from cogitator_memory.items.models import (
     Entity,
     Evidence,
@@ -67,6 +68,9 @@ USER_TABLES: tuple[type[Model], ...] = (
     CompactionRun,
     ExtractionRun,
     ExtractionWindow,
+    GraphNode,
+    GraphEdge,
+    GraphEvidence,
 )
 
 
