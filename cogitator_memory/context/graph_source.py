@@ -8,8 +8,6 @@ the named nodes first, then by distance; then the edges among the nodes sent.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -17,24 +15,17 @@ from cogitator_memory.context.seams import GraphContext, GraphLine
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.graph.context_options import GraphContextOptions
 from cogitator_memory.graph.models import GraphEdge, GraphNode, GraphStatus
+from cogitator_memory.graph.names_in_text import named_in
 from cogitator_memory.graph.services import MemoryGraph
 
 if TYPE_CHECKING:
     from cogitator_memory.grants import Grants
 
-__all__ = ["MemoryGraphContext", "edge_line", "named_in", "node_line"]
+__all__ = ["MemoryGraphContext", "edge_line", "node_line"]
 
 # The nodes of a scope read to find those a turn names, the newest first: names are
 # matched in process, so this bounds the cost of a turn on a large graph.
 NAMED_SCAN = 5000
-# The longest name (in words) looked for in a turn.
-MAX_NAME_WORDS = 8
-
-_WORD = re.compile(r"\w+")
-
-
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(_WORD.findall(text.casefold()))
 
 
 def node_line(node: GraphNode) -> str:
@@ -48,26 +39,6 @@ def edge_line(edge: GraphEdge, names: dict[str, str]) -> str:
     """``Ana lives in Lisbon``."""
     relation = edge.relation.replace("_", " ")
     return f"{names[edge.source_id]} {relation} {names[edge.target_id]}"
-
-
-def named_in(text: str, nodes: Sequence[tuple[str, str, Sequence[str]]]) -> list[str]:
-    """The ids of the ``nodes`` (id, name, aliases) ``text`` names as whole words, case
-    and punctuation aside, in the order it first names them."""
-    by_words: dict[tuple[str, ...], list[str]] = {}
-    longest = 0
-    for node_id, name, aliases in nodes:
-        for label in [name, *[alias for alias in aliases or [] if isinstance(alias, str)]]:
-            words = _words(label)
-            if words and len(words) <= MAX_NAME_WORDS:
-                by_words.setdefault(words, []).append(node_id)
-                longest = max(longest, len(words))
-    said = _words(text)
-    found: dict[str, None] = {}
-    for start in range(len(said)):
-        for size in range(1, min(longest, len(said) - start) + 1):
-            for node_id in by_words.get(said[start : start + size], ()):
-                found.setdefault(node_id)
-    return list(found)
 
 
 class MemoryGraphContext:

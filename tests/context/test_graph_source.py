@@ -14,11 +14,12 @@ from cogitator_memory.context.config import (
     ContextBuilderDeps,
     GraphContextOptions,
 )
-from cogitator_memory.context.graph_source import MemoryGraphContext, named_in
+from cogitator_memory.context.graph_source import MemoryGraphContext
 from cogitator_memory.exceptions import InvalidContextConfig
 from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.graph import MemoryGraph
 from cogitator_memory.graph.models import GraphNode
+from cogitator_memory.graph.names_in_text import named_in
 from tests.context.support import AGENT, USER, new_thread
 
 pytestmark = pytest.mark.django_db
