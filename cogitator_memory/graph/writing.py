@@ -167,6 +167,7 @@ class GraphWriting(GraphRules):
             .filter(scope_key=digest, type=type, key=key)
             .first()
         )
+        new = node is None
         if node is None:
             node = GraphNode.objects.create(
                 **scope.as_fields(),
@@ -195,7 +196,7 @@ class GraphWriting(GraphRules):
             node.entity = entity if entity is not None else node.entity
             node.updated_at = now
             node.save()
-        write_evidence(checked, node=node)
+        write_evidence(checked, node=node, new=new)
         return node
 
     @transaction.atomic
@@ -306,6 +307,7 @@ class GraphWriting(GraphRules):
                 .first()
             )
             active = active_on_its_own(clean_trust, checked)
+            new = edge is None
             if edge is None:
                 edge = GraphEdge.objects.create(
                     **scope.as_fields(),
@@ -332,7 +334,7 @@ class GraphWriting(GraphRules):
                 edge.valid_to = end if end is not None else edge.valid_to
                 edge.updated_at = now
                 edge.save()
-            write_evidence(checked, edge=edge)
+            write_evidence(checked, edge=edge, new=new)
             return edge
 
     @transaction.atomic
