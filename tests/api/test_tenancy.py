@@ -140,6 +140,8 @@ class World:
     victim_upkeep_run: UpkeepRun | None = None
     victim_playbook_draft: PlaybookDraft | None = None
     scenario: str = ""
+    # Every row of snapshot_rows() as built, before any test ran.
+    rows: dict[str, Any] = field(default_factory=dict)
 
     def names(self) -> dict[str, str]:
         """The values of the placeholders of an attempt, for the victim's objects."""
@@ -354,11 +356,11 @@ def new_api_key(name: str, grants: Grants | None = None) -> tuple[APIKey, str]:
 @pytest.fixture(scope="module", params=SCENARIOS)
 def built_world(
     request: pytest.FixtureRequest, django_db_setup: None, django_db_blocker: DjangoDbBlocker
-) -> Iterator[tuple[World, dict[str, Any]]]:
-    """The scenario's world and its rows, built once for all the module's tests of the
-    scenario (some two hundred), as Django's TestCase builds ``setUpTestData``: in a
-    transaction left open while they run, each test in a savepoint of its own that the
-    ``db`` fixture rolls back, and rolled back itself after the last of them."""
+) -> Iterator[World]:
+    """The scenario's world, built once for all the module's tests of the scenario (some
+    two hundred), as Django's TestCase builds ``setUpTestData``: in a transaction left
+    open while they run, each test in a savepoint of its own that the ``db`` fixture rolls
+    back, and rolled back itself after the last of them."""
     with override_settings(COGITATOR_MEMORY=MEMORY_SETTINGS):
         with django_db_blocker.unblock():
             outer = transaction.atomic()
@@ -366,8 +368,8 @@ def built_world(
         try:
             with django_db_blocker.unblock():
                 world = build_world(request.param)
-                rows = snapshot_rows()
-            yield world, rows
+                world.rows = snapshot_rows()
+            yield world
         finally:
             with django_db_blocker.unblock():
                 transaction.set_rollback(True)
@@ -375,11 +377,8 @@ def built_world(
 
 
 @pytest.fixture
-def world(built_world: tuple[World, dict[str, Any]], db: None) -> World:
-    world, rows = built_world
-    # Each test starts from the world as built: what an earlier test wrote was rolled back.
-    assert snapshot_rows() == rows
-    return world
+def world(built_world: World, db: None) -> World:
+    return built_world
 
 
 def build_world(scenario: str) -> World:
@@ -1635,6 +1634,8 @@ def test_no_read_or_write_crosses_to_the_other_principal(
     # given
     names = world.names()
     before = snapshot_rows()
+    # each case starts from the world as built: what an earlier case wrote was rolled back
+    assert before == world.rows
     # when
     sent = send(world.actor.client, method, attempt, names)
     # then: the refusal
@@ -1697,7 +1698,8 @@ def _masked(content: bytes, names: dict[str, str]) -> str:
 
 
 def test_paging_through_every_thread_never_reaches_the_other_principal(world: World):
-    # given more threads on both sides than fit one page
+    # given the world as built, and more threads on both sides than fit one page
+    assert snapshot_rows() == world.rows
     own_ids = {world.own.thread_id}
     for n in range(3):
         own_ids.add(
@@ -1716,7 +1718,8 @@ def test_paging_through_every_thread_never_reaches_the_other_principal(world: Wo
 
 
 def test_the_victim_still_sees_all_of_its_conversation_afterwards(world: World):
-    # given every refused write of the matrix tried once
+    # given the world as built, and every refused write of the matrix tried once
+    assert snapshot_rows() == world.rows
     names = world.names()
     for (_route, method), attempts in MATRIX.items():
         if method in ("POST", "PATCH", "DELETE"):
