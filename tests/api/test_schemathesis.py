@@ -51,6 +51,7 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.core.signals import request_finished, request_started
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections, transaction
+from pytest_django import DjangoDbBlocker
 from pytest_django.live_server_helper import LiveServer
 from rest_framework.authtoken.models import Token
 from rest_framework_api_key.models import APIKey
@@ -524,17 +525,36 @@ def awkward_requests() -> Iterator[Any]:
         yield pytest.param(label, {}, query, None, id=f"{label} {what}")
 
 
-@pytest.fixture
-def api_key_headers(db: None) -> dict[str, str]:
-    api_key, key = APIKey.objects.create_key(name="schemathesis")
-    assert isinstance(api_key, APIKey)
-    Grant.objects.create(api_key=api_key, agent_id=GRANTED_AGENT)
-    return {"Authorization": f"Api-Key {key}"}
+@pytest.fixture(scope="class")
+def fixed_rows(django_db_setup: None, django_db_blocker: DjangoDbBlocker) -> Iterator[str]:
+    """The fixed memory and an API key granted agent-1 (its Authorization header), written
+    once for the tests of a class, as Django's TestCase writes ``setUpTestData``: in a
+    transaction left open while they run, each test in a savepoint of its own that the
+    ``db`` fixture rolls back, and rolled back itself after the last of them."""
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+    try:
+        with django_db_blocker.unblock():
+            write_fixed_memory()
+            api_key, key = APIKey.objects.create_key(name="schemathesis")
+            assert isinstance(api_key, APIKey)
+            Grant.objects.create(api_key=api_key, agent_id=GRANTED_AGENT)
+        yield f"Api-Key {key}"
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
 
 
 @pytest.fixture
-def fixed_memory(db: None) -> None:
-    write_fixed_memory()
+def api_key_headers(fixed_rows: str, db: None) -> dict[str, str]:
+    return {"Authorization": fixed_rows}
+
+
+@pytest.fixture
+def fixed_memory(fixed_rows: str, db: None) -> None:
+    """The fixed memory, as ``fixed_rows`` wrote it."""
 
 
 @pytest.fixture
@@ -550,38 +570,45 @@ def connection_kept_across_requests() -> Iterator[None]:
         request_finished.connect(close_old_connections)
 
 
-@pytest.mark.parametrize(("label", "path_parameters", "query", "body"), list(awkward_requests()))
-def test_awkward_values_are_answered_as_the_schema_documents(
-    label: str,
-    path_parameters: dict[str, str],
-    query: dict[str, str] | None,
-    body: dict[str, Any] | None,
-    api_key_headers: dict[str, str],
-    fixed_memory: None,
-    connection_kept_across_requests: None,
-) -> None:
-    # given
-    case = make_case(label, path_parameters, query, body)
-    # when / then
-    call_and_validate_in_savepoint(case, api_key_headers)
+@pytest.mark.django_db
+class TestAwkwardValues:
+    """The in-process requests, on the fixed memory written once for all of them."""
 
+    @pytest.mark.parametrize(
+        ("label", "path_parameters", "query", "body"), list(awkward_requests())
+    )
+    def test_awkward_values_are_answered_as_the_schema_documents(
+        self,
+        label: str,
+        path_parameters: dict[str, str],
+        query: dict[str, str] | None,
+        body: dict[str, Any] | None,
+        api_key_headers: dict[str, str],
+        fixed_memory: None,
+        connection_kept_across_requests: None,
+    ) -> None:
+        # given
+        case = make_case(label, path_parameters, query, body)
+        # when / then
+        call_and_validate_in_savepoint(case, api_key_headers)
 
-@pytest.mark.parametrize(("label", "path_names"), operations_with_path_ids())
-def test_the_request_behind_the_awkward_ids_succeeds_with_valid_ids(
-    label: str,
-    path_names: list[str],
-    api_key_headers: dict[str, str],
-    fixed_memory: None,
-    connection_kept_across_requests: None,
-    settings: SettingsWrapper,
-) -> None:
-    # given (a model, so that an extraction can be asked for)
-    settings.COGITATOR_MEMORY = {"LLM": {"PROVIDER": "scripted"}}
-    path_parameters = {name: VALID_PATH_IDS[name] for name in path_names}
-    case = make_case(label, path_parameters, None, VALID_BODIES.get(label))
-    people_only = label in REVIEWS | EXPORTS | FORGETTING
-    headers = {"Authorization": superuser_authorization()} if people_only else api_key_headers
-    # when
-    response = call_and_validate_in_savepoint(case, headers)
-    # then
-    assert 200 <= response.status_code < 300, response.text
+    @pytest.mark.parametrize(("label", "path_names"), operations_with_path_ids())
+    def test_the_request_behind_the_awkward_ids_succeeds_with_valid_ids(
+        self,
+        label: str,
+        path_names: list[str],
+        api_key_headers: dict[str, str],
+        fixed_memory: None,
+        connection_kept_across_requests: None,
+        settings: SettingsWrapper,
+    ) -> None:
+        # given (a model, so that an extraction can be asked for)
+        settings.COGITATOR_MEMORY = {"LLM": {"PROVIDER": "scripted"}}
+        path_parameters = {name: VALID_PATH_IDS[name] for name in path_names}
+        case = make_case(label, path_parameters, None, VALID_BODIES.get(label))
+        people_only = label in REVIEWS | EXPORTS | FORGETTING
+        headers = {"Authorization": superuser_authorization()} if people_only else api_key_headers
+        # when
+        response = call_and_validate_in_savepoint(case, headers)
+        # then
+        assert 200 <= response.status_code < 300, response.text
