@@ -25,8 +25,8 @@ the setting with the best sum of recall@10, recall@50 and multi-hop recall@50 ov
 others (the tuned side) is chosen, and both sides' figures of that setting are printed. The
 held-out means are judged against the targets of recall on conversations not seen (recall@10
 >= 75 %, recall@50 >= 90 %, multi-hop recall@50 >= 75 %, retrieve p50 <= 50 ms). The
-model's vectors of turns and questions are kept in ``bench/.data/recall-vectors.npz`` and
-computed before the searches are timed: the p50 is the search's, without the model.
+model's vectors of turns and questions are kept in ``bench/.data/recall-vectors-MODEL.npz``
+and computed before the searches are timed: the p50 is the search's, without the model.
 """
 
 from __future__ import annotations
@@ -313,7 +313,10 @@ def measure_folds(
     if embeddings == "local":
         from cogitator_memory.embeddings.providers.local import LocalEmbeddings
 
-        service = CachedEmbeddings(LocalEmbeddings(), DATA_DIR / "recall-vectors.npz")
+        model = LocalEmbeddings()
+        # One file per model: a vector is only ever reused for the model that made it.
+        name = re.sub(r"[^\w.-]+", "-", model.model)
+        service = CachedEmbeddings(model, DATA_DIR / f"recall-vectors-{name}.npz")
     samples = json.loads(data.read_text())[:limit_conversations]
     if len(samples) < HELD_OUT + 1:
         raise SystemExit(f"--folds needs at least {HELD_OUT + 1} conversations")
