@@ -5,7 +5,7 @@ Run by hand from the repository root::
     .venv/bin/python bench/context.py [--quick] [--db sqlite|postgres|both]
 
 One thread of the agent's user ``u7`` grows to 10k and then 100k entries (2k and 10k with
-``--quick``): LoCoMo's turns (``/work/shared/data/locomo/locomo-dev.json``) over and over,
+``--quick``): LoCoMo's turns (``../shared/data/locomo/locomo-dev.json``) over and over,
 dated a few minutes apart, bulk-inserted and put in the keyword index of entries as the
 service does for each entry. The agent holds 10k memory items (2k with ``--quick``) of 100
 users, 400 of them ``u7``'s (``bench/items.py`` fills them). No embedding service: hybrid
@@ -41,7 +41,7 @@ from typing import Any
 
 from benchdb import database_opener, measure_databases, p50_p95, setup_django
 
-LOCOMO = Path("/work/shared/data/locomo/locomo-dev.json")
+LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
 AGENT = "bench-agent"
 USER = "u7"
 BUDGET = 8000

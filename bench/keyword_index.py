@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 from benchdb import database_opener, setup_django
 
-DATA = Path("/work/shared/data/locomo/locomo-dev.json")
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
 WARMUP = 5
 REPLACE = 0.3
 BATCH = 1000

@@ -24,7 +24,7 @@ from typing import Any
 
 from benchdb import database_opener, setup_django
 
-DATA = Path("/work/shared/data/locomo/locomo-dev.json")
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
 CUTS = (10, 50)
 CATEGORIES = (1, 2, 3, 4)
 
