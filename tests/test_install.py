@@ -84,12 +84,14 @@ client.force_login(user)
 listed = client.get("/api/memory/threads/")
 missing = client.get("/api/memory/threads/thread_missing/")
 schema = client.get("/api/schema/")
+swagger = client.get("/api/schema/swagger/").content.decode()
 print(json.dumps({
     "thread": thread.id,
     "anonymous": [anonymous.status_code, anonymous.json()["code"]],
     "listed": [listed.status_code, [row["id"] for row in listed.json()["results"]]],
     "missing": [missing.status_code, missing.json()["code"]],
     "schema": schema.status_code,
+    "swagger": "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in swagger,
 }))
 """
 
@@ -300,6 +302,7 @@ def test_the_readme_api_steps_serve_the_api_with_its_errors_and_schema(
         "listed": [200, [answers["thread"]]],
         "missing": [404, "thread_not_found"],
         "schema": 200,
+        "swagger": True,
     }
 
 
