@@ -250,14 +250,6 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    "ENUM_NAME_OVERRIDES": {
-        "EntryTypeEnum": "cogitator_memory.threads.models.EntryType",
-        "RoleEnum": "cogitator_memory.threads.models.Role",
-        "ItemKindEnum": "cogitator_memory.items.models.ItemKind",
-        "ItemStatusEnum": "cogitator_memory.items.models.ItemStatus",
-        "TrustEnum": "cogitator_memory.items.models.Trust",
-        "RunStatusEnum": "cogitator_memory.items.models.RunStatus",
-    },
     # 3.1: its schemas are JSON Schema, which can describe object keys (propertyNames).
     "OAS_VERSION": "3.1.0",
     "POSTPROCESSING_HOOKS": [

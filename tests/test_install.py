@@ -296,6 +296,9 @@ def test_the_readme_api_steps_serve_the_api_with_its_errors_and_schema(
     # then
     assert any("Applying authtoken.0001_initial... OK" in output for output in outputs)
     assert any("System check identified no issues" in output for output in outputs)
+    # and the schema step wrote a schema with no warning (--fail-on-warn), enums named
+    schema = (scratch.cwd / "schema.yml").read_text()
+    assert "ItemStatusEnum:" in schema and "RunStatusEnum:" in schema
     assert answers == {
         "thread": answers["thread"],
         "anonymous": [401, "not_authenticated"],
