@@ -328,3 +328,64 @@ def test_a_project_without_the_api_key_app_gets_e008_not_a_traceback(
         "(cogitator_memory.E008) cogitator_memory needs 'rest_framework_api_key' in "
         "INSTALLED_APPS: a grant may name an API key of a service." in completed.stderr
     )
+
+
+def test_a_project_serving_the_api_without_the_api_key_app_gets_e008_not_a_traceback(
+    scratch: Scratch,
+) -> None:
+    # given: the README's project and its code that serves the API, without the API key app
+    first, *others = [*setup_blocks(), *api_blocks()]
+    apply_block(scratch, first)
+    for block in others:
+        if block.language == "python":
+            apply_block(scratch, block)
+    settings = scratch.cwd / "mysite" / "settings.py"
+    without = settings.read_text().replace('"rest_framework_api_key",', "")
+    assert without != settings.read_text()
+    settings.write_text(without)
+    # when
+    completed = run(scratch, sys.executable, "manage.py", "check")
+    # then
+    assert completed.returncode == 1
+    assert "Traceback" not in completed.stderr, completed.stderr
+    assert "(cogitator_memory.E008) cogitator_memory needs 'rest_framework_api_key'" in (
+        completed.stderr
+    )
+
+
+# Runs manage.py check in an interpreter where the modules named are not importable.
+CHECK_WITHOUT = """
+import runpy, sys
+for name in {modules!r}:
+    sys.modules[name] = None
+sys.argv = ["manage.py", "check"]
+runpy.run_path("manage.py", run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize(
+    ("memory", "missing", "extra"),
+    [
+        ({"LLM": {"PROVIDER": "openai", "MODEL": "gpt-4o-mini"}}, "openai", "openai"),
+        ({"LLM": {"PROVIDER": "anthropic", "MODEL": "m"}}, "anthropic", "anthropic"),
+        ({"LLM": {"PROVIDER": "google", "MODEL": "m"}}, "google.genai", "google"),
+        ({"EMBEDDINGS": {"PROVIDER": "local"}}, "sentence_transformers", "local"),
+    ],
+)
+def test_a_project_naming_a_provider_whose_package_is_missing_fails_check(
+    scratch: Scratch, memory: dict[str, Any], missing: str, extra: str
+) -> None:
+    # given: the README's steps, then a provider in the setting
+    for block in setup_blocks():
+        apply_block(scratch, block)
+    settings = scratch.cwd / "mysite" / "settings.py"
+    settings.write_text(f"{settings.read_text()}\nCOGITATOR_MEMORY = {memory!r}\n")
+    # when: the package is there, then it is not
+    installed = run(scratch, sys.executable, "manage.py", "check")
+    completed = run(scratch, sys.executable, "-c", CHECK_WITHOUT.format(modules=(missing,)))
+    # then
+    assert installed.returncode == 0, installed.stderr
+    assert completed.returncode == 1
+    assert "Traceback" not in completed.stderr, completed.stderr
+    assert "(cogitator_memory.E010)" in completed.stderr
+    assert f"HINT: pip install 'cogitator-memory[{extra}]'" in completed.stderr
