@@ -363,29 +363,34 @@ runpy.run_path("manage.py", run_name="__main__")
 """
 
 
-@pytest.mark.parametrize(
-    ("memory", "missing", "extra"),
-    [
-        ({"LLM": {"PROVIDER": "openai", "MODEL": "gpt-4o-mini"}}, "openai", "openai"),
-        ({"LLM": {"PROVIDER": "anthropic", "MODEL": "m"}}, "anthropic", "anthropic"),
-        ({"LLM": {"PROVIDER": "google", "MODEL": "m"}}, "google.genai", "google"),
-        ({"EMBEDDINGS": {"PROVIDER": "local"}}, "sentence_transformers", "local"),
-    ],
-)
+# A setting naming a provider, the module it needs, and the extra that installs it.
+PROVIDER_PACKAGES = [
+    ({"LLM": {"PROVIDER": "openai", "MODEL": "gpt-4o-mini"}}, "openai", "openai"),
+    ({"LLM": {"PROVIDER": "anthropic", "MODEL": "m"}}, "anthropic", "anthropic"),
+    ({"LLM": {"PROVIDER": "google", "MODEL": "m"}}, "google.genai", "google"),
+    ({"EMBEDDINGS": {"PROVIDER": "local"}}, "sentence_transformers", "local"),
+]
+
+
 def test_a_project_naming_a_provider_whose_package_is_missing_fails_check(
-    scratch: Scratch, memory: dict[str, Any], missing: str, extra: str
+    scratch: Scratch,
 ) -> None:
-    # given: the README's steps, then a provider in the setting
-    for block in setup_blocks():
-        apply_block(scratch, block)
+    # given: the README's project and its settings
+    first, *others = setup_blocks()
+    apply_block(scratch, first)
+    for block in others:
+        if block.language == "python":
+            apply_block(scratch, block)
     settings = scratch.cwd / "mysite" / "settings.py"
-    settings.write_text(f"{settings.read_text()}\nCOGITATOR_MEMORY = {memory!r}\n")
-    # when: the package is there, then it is not
-    installed = run(scratch, sys.executable, "manage.py", "check")
-    completed = run(scratch, sys.executable, "-c", CHECK_WITHOUT.format(modules=(missing,)))
-    # then
-    assert installed.returncode == 0, installed.stderr
-    assert completed.returncode == 1
-    assert "Traceback" not in completed.stderr, completed.stderr
-    assert "(cogitator_memory.E010)" in completed.stderr
-    assert f"HINT: pip install 'cogitator-memory[{extra}]'" in completed.stderr
+    readme_settings = settings.read_text()
+    for memory, missing, extra in PROVIDER_PACKAGES:
+        settings.write_text(f"{readme_settings}\nCOGITATOR_MEMORY = {memory!r}\n")
+        # when: the package is there, then it is not
+        installed = run(scratch, sys.executable, "manage.py", "check")
+        completed = run(scratch, sys.executable, "-c", CHECK_WITHOUT.format(modules=(missing,)))
+        # then
+        assert installed.returncode == 0, installed.stderr
+        assert completed.returncode == 1, (memory, completed.stderr)
+        assert "Traceback" not in completed.stderr, completed.stderr
+        assert "(cogitator_memory.E010)" in completed.stderr
+        assert f"HINT: pip install 'cogitator-memory[{extra}]'" in completed.stderr
