@@ -22,8 +22,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 
 # Requirements first: these layers are rebuilt only when they change, not on every code change.
-COPY requirements.txt requirements-local.txt ./
-RUN pip install -r requirements.txt
+# requirements-deploy.txt: the runtime, with PostgreSQL's driver, Redis's client and gunicorn.
+COPY requirements.txt requirements-deploy.txt requirements-local.txt ./
+RUN pip install -r requirements-deploy.txt
 RUN if [ "$LOCAL_EMBEDDINGS" = "1" ]; then \
         pip install ${TORCH_INDEX_URL:+--extra-index-url "$TORCH_INDEX_URL"} \
             -r requirements-local.txt; \

@@ -1,6 +1,7 @@
 # The README's two commands, `make run` and `make test`, and the steps they are made of.
 # Both work on a fresh machine that has only python3 and pip: they create .venv and install
-# requirements-dev.txt first. `make help` lists the targets.
+# what they need first, `make run` the runtime (requirements.txt), `make test` everything
+# the suite needs (requirements-dev.txt). `make help` lists the targets.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -10,7 +11,9 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# Touched after a successful install, so pip runs again only when a requirements file changes.
+# Touched after a successful install, so pip runs again only when a requirements file changes:
+# one for the runtime `make run` needs, one for everything `make test` needs.
+RUNTIME_STAMP := $(VENV)/.runtime-installed
 STAMP := $(VENV)/.requirements-installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
@@ -21,8 +24,8 @@ TIMED := bash scripts/timed.sh
 .PHONY: help venv run test lint typecheck test-suites test-sqlite test-postgres system-packages services clean
 
 help:
-	@echo "make run            set up .venv, migrate, create the demo admin, serve on $(HOST):$(PORT)"
-	@echo "make test           set up, then ruff, mypy, pytest on SQLite and on PostgreSQL side by side"
+	@echo "make run            install the runtime in .venv, migrate, create the demo admin, serve on $(HOST):$(PORT)"
+	@echo "make test           install the dev tools, then ruff, mypy, pytest on SQLite and on PostgreSQL side by side"
 	@echo "make lint           ruff check, ruff format --check, and the import layers (lint-imports)"
 	@echo "make typecheck      mypy on cogitator_memory (config in pyproject.toml)"
 	@echo "make test-suites    the pytest suite on SQLite and on PostgreSQL, side by side"
@@ -30,16 +33,23 @@ help:
 	@echo "make test-postgres  the pytest suite on embedded PostgreSQL"
 	@echo "make clean          remove .venv, caches and test databases (keeps db.sqlite3)"
 
-$(STAMP): requirements.txt requirements-dev.txt requirements-local.txt
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
-		echo "Could not create $(VENV) with '$(PYTHON) -m venv'; on Debian: apt-get install python3-venv" >&2; \
-		exit 1; }
-	$(BIN)/python -m pip install --disable-pip-version-check -r requirements-dev.txt
+VENV_MADE = test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
+	echo "Could not create $(VENV) with '$(PYTHON) -m venv'; on Debian: apt-get install python3-venv" >&2; \
+	exit 1; }
+
+$(RUNTIME_STAMP): requirements.txt
+	@$(VENV_MADE)
+	$(BIN)/python -m pip install --disable-pip-version-check -r requirements.txt
 	@touch $@
+
+$(STAMP): requirements.txt requirements-deploy.txt requirements-dev.txt requirements-local.txt
+	@$(VENV_MADE)
+	$(BIN)/python -m pip install --disable-pip-version-check -r requirements-dev.txt
+	@touch $@ $(RUNTIME_STAMP)
 
 venv: $(STAMP)
 
-run: $(STAMP)
+run: $(RUNTIME_STAMP)
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py ensure_demo_admin
 	$(BIN)/python manage.py load_demo

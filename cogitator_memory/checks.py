@@ -18,6 +18,9 @@ Ids:
 - ``E007`` a URL that is not an http(s) URL;
 - ``E008`` an app the app needs is missing from ``INSTALLED_APPS``;
 - ``E009`` the URLconf serves the REST API, and an app the API needs is missing;
+- ``E010`` a provider or store the setting names needs a package that is not installed
+  (an SDK model provider, the local embedding model, the Qdrant store): the extra to
+  install is in the hint;
 - ``W001`` the URLconf serves the REST API, and DRF uses another exception handler;
 - ``W002`` the URLconf serves the REST API with DEBUG off, and the default cache lives in
   each process: the API's throttles (refused tokens, requests per principal) count per
@@ -26,6 +29,7 @@ Ids:
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterable
 from typing import Any
 
@@ -34,6 +38,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, register
 from django.core.checks import Warning as CheckWarning
 from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils.module_loading import import_string
 
 from cogitator_memory.conf import DEFAULTS, SETTINGS_NAME
 from cogitator_memory.embeddings.registry import STORES
@@ -258,6 +263,59 @@ def _check_combinations(value: dict[str, Any]) -> list[CheckMessage]:
     return errors
 
 
+# The Qdrant store's client, and the extra that installs it.
+QDRANT_MODULE, QDRANT_EXTRA = "qdrant_client", "qdrant"
+
+
+def module_installed(name: str) -> bool:
+    """Whether ``name`` (dotted for a submodule) can be imported, found without importing it."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        # A parent package that is missing, or a module set to None in sys.modules.
+        return False
+
+
+def _check_packages(value: dict[str, Any]) -> list[CheckMessage]:
+    """A provider or store named in the setting whose package is not installed (E010),
+    found here rather than at the first extraction, compaction or embedding."""
+    errors: list[CheckMessage] = []
+    given = value.get("LLM")
+    llm = {**DEFAULTS["LLM"], **(given if isinstance(given, dict) else {})}
+    if llm["PROVIDER"] in SDK_LLM_PROVIDERS:
+        client = import_string(LLM_PROVIDERS[llm["PROVIDER"]])
+        if not module_installed(client.sdk_module):
+            errors.append(
+                Error(
+                    f"{SETTINGS_NAME}['LLM'] names PROVIDER {llm['PROVIDER']!r}, whose SDK "
+                    f"{client.sdk_package!r} is not installed.",
+                    hint=f"pip install 'cogitator-memory[{client.extra}]'",
+                    id="cogitator_memory.E010",
+                )
+            )
+    given = value.get("EMBEDDINGS")
+    embeddings = {**DEFAULTS["EMBEDDINGS"], **(given if isinstance(given, dict) else {})}
+    if embeddings["PROVIDER"] == "local" and not module_installed("sentence_transformers"):
+        errors.append(
+            Error(
+                f"{SETTINGS_NAME}['EMBEDDINGS'] names PROVIDER 'local', whose package "
+                "'sentence-transformers' is not installed.",
+                hint="pip install 'cogitator-memory[local]'",
+                id="cogitator_memory.E010",
+            )
+        )
+    if embeddings["STORE"] == "qdrant" and not module_installed(QDRANT_MODULE):
+        errors.append(
+            Error(
+                f"{SETTINGS_NAME}['EMBEDDINGS'] names STORE 'qdrant', whose client "
+                "'qdrant-client' is not installed.",
+                hint=f"pip install 'cogitator-memory[{QDRANT_EXTRA}]'",
+                id="cogitator_memory.E010",
+            )
+        )
+    return errors
+
+
 @register(Tags.compatibility)
 def check_memory_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """Report unknown names, wrong types and bad values in ``COGITATOR_MEMORY``."""
@@ -289,7 +347,7 @@ def check_memory_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckM
                 errors += _error(f"{SETTINGS_NAME}[{name!r}]", given, _section_type)
         else:
             errors += _error(f"{SETTINGS_NAME}[{name!r}]", given, SETTING_VALIDATORS.get(name))
-    return errors + _check_combinations(value)
+    return errors + _check_combinations(value) + _check_packages(value)
 
 
 # Apps the models need: a grant names a Django user or an API key of a service.

@@ -6,15 +6,43 @@ INDEX CONCURRENTLY`` when its migration runs outside a transaction (``atomic = F
 so writers go on meanwhile; elsewhere, and inside a transaction, it is Django's
 ``AddIndex``. A concurrent build that fails leaves an invalid index behind: drop it
 before migrating again.
+
+``CoveringIndex`` keeps columns in an index (``INCLUDE``) on the databases that support
+covering indexes (PostgreSQL), for index-only scans, and is a plain index elsewhere.
+Django's own ``include=`` does the same, but makes every ``check`` and ``migrate`` on
+SQLite warn that the columns are ignored (models.W040).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from django.db import migrations
+from django.db import migrations, models
 
-__all__ = ["AddIndexWithoutBlocking"]
+__all__ = ["AddIndexWithoutBlocking", "CoveringIndex"]
+
+
+class CoveringIndex(models.Index):
+    """An index whose ``covering`` fields are kept in it where the database supports
+    covering indexes, and left out elsewhere."""
+
+    def __init__(self, *args: Any, covering: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.covering = tuple(covering)
+
+    def deconstruct(self) -> Any:
+        path, args, kwargs = super().deconstruct()
+        if self.covering:
+            kwargs["covering"] = self.covering
+        return path, args, kwargs
+
+    def create_sql(self, model: Any, schema_editor: Any, using: str = "", **kwargs: Any) -> Any:
+        if self.covering and schema_editor.connection.features.supports_covering_indexes:
+            _, args, options = super().deconstruct()
+            covered = models.Index(*args, **options, include=self.covering)
+            return covered.create_sql(model, schema_editor, using=using, **kwargs)
+        return super().create_sql(model, schema_editor, using=using, **kwargs)
 
 
 class AddIndexWithoutBlocking(migrations.AddIndex):

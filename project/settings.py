@@ -82,6 +82,8 @@ INSTALLED_APPS = [
     "rest_framework_api_key",
     "django_filters",
     "drf_spectacular",
+    # Swagger UI's and Redoc's files, served as static files (SPECTACULAR_SETTINGS below).
+    "drf_spectacular_sidecar",
     # Counts failed admin logins and locks the account and the client out (AXES_* below).
     "axes",
     # The Content-Security-Policy header (CONTENT_SECURITY_POLICY below).
@@ -242,14 +244,12 @@ SPECTACULAR_SETTINGS = {
     # PATCH bodies are documented with their required fields: the memory API's PATCH
     # takes a whole metadata object, not a partial one.
     "COMPONENT_SPLIT_PATCH": False,
-    "ENUM_NAME_OVERRIDES": {
-        "EntryTypeEnum": "cogitator_memory.threads.models.EntryType",
-        "RoleEnum": "cogitator_memory.threads.models.Role",
-        "ItemKindEnum": "cogitator_memory.items.models.ItemKind",
-        "ItemStatusEnum": "cogitator_memory.items.models.ItemStatus",
-        "TrustEnum": "cogitator_memory.items.models.Trust",
-        "RunStatusEnum": "cogitator_memory.items.models.RunStatus",
-    },
+    # The documentation pages load Swagger UI and Redoc from this site's static files
+    # (drf-spectacular-sidecar, pinned), not from a CDN: they render offline, and the
+    # version is the one pinned.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     # 3.1: its schemas are JSON Schema, which can describe object keys (propertyNames).
     "OAS_VERSION": "3.1.0",
     "POSTPROCESSING_HOOKS": [
@@ -419,14 +419,10 @@ CONTENT_SECURITY_POLICY = {
     }
 }
 # The directives the API's documentation pages replace (project/urls.py): Swagger UI and
-# Redoc come from drf-spectacular's CDN (SWAGGER_UI_DIST, REDOC_DIST) and style themselves
-# inline, and Redoc loads Google's fonts and runs its search in a worker made from a blob.
-API_DOCS_CDN = "https://cdn.jsdelivr.net"
+# Redoc come from this site's static files (SIDECAR above) and style themselves inline,
+# and Redoc runs its search in a worker made from a blob.
 API_DOCS_CONTENT_SECURITY_POLICY = {
-    "script-src": ["'self'", API_DOCS_CDN],
-    "style-src": ["'self'", API_DOCS_CDN, "https://fonts.googleapis.com", "'unsafe-inline'"],
-    "font-src": ["'self'", "https://fonts.gstatic.com"],
-    "img-src": ["'self'", "data:", API_DOCS_CDN],
+    "style-src": ["'self'", "'unsafe-inline'"],
     "worker-src": ["'self'", "blob:"],
 }
 

@@ -4,6 +4,7 @@ key; the apps the app and its REST API need."""
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -841,3 +842,93 @@ def test_the_app_checks_are_registered_with_django(monkeypatch: pytest.MonkeyPat
     # then: E008 comes from the compatibility checks; the URL check waits for it
     assert "cogitator_memory.E008" in ids
     assert "cogitator_memory.E009" not in ids
+
+
+# --- packages a provider or store needs (E010) -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("provider", "module", "package"),
+    [
+        ("openai", "openai", "openai"),
+        ("anthropic", "anthropic", "anthropic"),
+        ("google", "google.genai", "google-genai"),
+    ],
+)
+def test_an_sdk_llm_provider_whose_sdk_is_not_installed_is_e010(
+    settings: SettingsWrapper,
+    monkeypatch: pytest.MonkeyPatch,
+    provider: str,
+    module: str,
+    package: str,
+) -> None:
+    # given: the SDK cannot be imported, as when it is not installed
+    monkeypatch.setitem(sys.modules, module, None)
+    # when
+    settings.COGITATOR_MEMORY = {"LLM": {"PROVIDER": provider, "MODEL": "m"}}
+    [error] = check_memory_settings()
+    # then
+    assert (error.id, error.msg, error.hint) == (
+        "cogitator_memory.E010",
+        f"COGITATOR_MEMORY['LLM'] names PROVIDER {provider!r}, whose SDK {package!r} is not "
+        "installed.",
+        f"pip install 'cogitator-memory[{provider}]'",
+    )
+
+
+@pytest.mark.parametrize(
+    ("embeddings", "module", "message", "extra"),
+    [
+        (
+            {"PROVIDER": "local"},
+            "sentence_transformers",
+            "COGITATOR_MEMORY['EMBEDDINGS'] names PROVIDER 'local', whose package "
+            "'sentence-transformers' is not installed.",
+            "local",
+        ),
+        (
+            {"STORE": "qdrant", "QDRANT_PATH": ":memory:"},
+            "qdrant_client",
+            "COGITATOR_MEMORY['EMBEDDINGS'] names STORE 'qdrant', whose client 'qdrant-client' "
+            "is not installed.",
+            "qdrant",
+        ),
+    ],
+)
+def test_local_embeddings_or_the_qdrant_store_without_their_package_is_e010(
+    settings: SettingsWrapper,
+    monkeypatch: pytest.MonkeyPatch,
+    embeddings: dict[str, Any],
+    module: str,
+    message: str,
+    extra: str,
+) -> None:
+    # given
+    monkeypatch.setitem(sys.modules, module, None)
+    # when
+    settings.COGITATOR_MEMORY = {"EMBEDDINGS": embeddings}
+    [error] = check_memory_settings()
+    # then
+    assert (error.id, error.msg, error.hint) == (
+        "cogitator_memory.E010",
+        message,
+        f"pip install 'cogitator-memory[{extra}]'",
+    )
+
+
+@pytest.mark.parametrize(
+    "memory",
+    [
+        {"LLM": {"PROVIDER": "openai", "MODEL": "m"}},
+        {"LLM": {"PROVIDER": "google", "MODEL": "m"}},
+        {"EMBEDDINGS": {"PROVIDER": "local"}},
+        {"EMBEDDINGS": {"STORE": "qdrant", "QDRANT_PATH": ":memory:"}},
+    ],
+)
+def test_a_provider_or_store_whose_package_is_installed_passes(
+    settings: SettingsWrapper, memory: dict[str, Any]
+) -> None:
+    # when: the suite installs every extra
+    errors = reported(settings, memory)
+    # then
+    assert errors == []

@@ -84,12 +84,14 @@ client.force_login(user)
 listed = client.get("/api/memory/threads/")
 missing = client.get("/api/memory/threads/thread_missing/")
 schema = client.get("/api/schema/")
+swagger = client.get("/api/schema/swagger/").content.decode()
 print(json.dumps({
     "thread": thread.id,
     "anonymous": [anonymous.status_code, anonymous.json()["code"]],
     "listed": [listed.status_code, [row["id"] for row in listed.json()["results"]]],
     "missing": [missing.status_code, missing.json()["code"]],
     "schema": schema.status_code,
+    "swagger": "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in swagger,
 }))
 """
 
@@ -294,12 +296,16 @@ def test_the_readme_api_steps_serve_the_api_with_its_errors_and_schema(
     # then
     assert any("Applying authtoken.0001_initial... OK" in output for output in outputs)
     assert any("System check identified no issues" in output for output in outputs)
+    # and the schema step wrote a schema with no warning (--fail-on-warn), enums named
+    schema = (scratch.cwd / "schema.yml").read_text()
+    assert "ItemStatusEnum:" in schema and "RunStatusEnum:" in schema
     assert answers == {
         "thread": answers["thread"],
         "anonymous": [401, "not_authenticated"],
         "listed": [200, [answers["thread"]]],
         "missing": [404, "thread_not_found"],
         "schema": 200,
+        "swagger": True,
     }
 
 
@@ -322,3 +328,69 @@ def test_a_project_without_the_api_key_app_gets_e008_not_a_traceback(
         "(cogitator_memory.E008) cogitator_memory needs 'rest_framework_api_key' in "
         "INSTALLED_APPS: a grant may name an API key of a service." in completed.stderr
     )
+
+
+def test_a_project_serving_the_api_without_the_api_key_app_gets_e008_not_a_traceback(
+    scratch: Scratch,
+) -> None:
+    # given: the README's project and its code that serves the API, without the API key app
+    first, *others = [*setup_blocks(), *api_blocks()]
+    apply_block(scratch, first)
+    for block in others:
+        if block.language == "python":
+            apply_block(scratch, block)
+    settings = scratch.cwd / "mysite" / "settings.py"
+    without = settings.read_text().replace('"rest_framework_api_key",', "")
+    assert without != settings.read_text()
+    settings.write_text(without)
+    # when
+    completed = run(scratch, sys.executable, "manage.py", "check")
+    # then
+    assert completed.returncode == 1
+    assert "Traceback" not in completed.stderr, completed.stderr
+    assert "(cogitator_memory.E008) cogitator_memory needs 'rest_framework_api_key'" in (
+        completed.stderr
+    )
+
+
+# Runs manage.py check in an interpreter where the modules named are not importable.
+CHECK_WITHOUT = """
+import runpy, sys
+for name in {modules!r}:
+    sys.modules[name] = None
+sys.argv = ["manage.py", "check"]
+runpy.run_path("manage.py", run_name="__main__")
+"""
+
+
+# A setting naming a provider, the module it needs, and the extra that installs it.
+PROVIDER_PACKAGES = [
+    ({"LLM": {"PROVIDER": "openai", "MODEL": "gpt-4o-mini"}}, "openai", "openai"),
+    ({"LLM": {"PROVIDER": "anthropic", "MODEL": "m"}}, "anthropic", "anthropic"),
+    ({"LLM": {"PROVIDER": "google", "MODEL": "m"}}, "google.genai", "google"),
+    ({"EMBEDDINGS": {"PROVIDER": "local"}}, "sentence_transformers", "local"),
+]
+
+
+def test_a_project_naming_a_provider_whose_package_is_missing_fails_check(
+    scratch: Scratch,
+) -> None:
+    # given: the README's project and its settings
+    first, *others = setup_blocks()
+    apply_block(scratch, first)
+    for block in others:
+        if block.language == "python":
+            apply_block(scratch, block)
+    settings = scratch.cwd / "mysite" / "settings.py"
+    readme_settings = settings.read_text()
+    for memory, missing, extra in PROVIDER_PACKAGES:
+        settings.write_text(f"{readme_settings}\nCOGITATOR_MEMORY = {memory!r}\n")
+        # when: the package is there, then it is not
+        installed = run(scratch, sys.executable, "manage.py", "check")
+        completed = run(scratch, sys.executable, "-c", CHECK_WITHOUT.format(modules=(missing,)))
+        # then
+        assert installed.returncode == 0, installed.stderr
+        assert completed.returncode == 1, (memory, completed.stderr)
+        assert "Traceback" not in completed.stderr, completed.stderr
+        assert "(cogitator_memory.E010)" in completed.stderr
+        assert f"HINT: pip install 'cogitator-memory[{extra}]'" in completed.stderr

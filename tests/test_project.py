@@ -290,7 +290,8 @@ def test_the_image_has_the_local_embedding_provider_unless_built_without(
     built = yaml.safe_load(completed.stdout)["services"]["web"]["build"]
     assert built["args"] == {"LOCAL_EMBEDDINGS": "0"}
     assert "ARG LOCAL_EMBEDDINGS=1\n" in dockerfile
-    assert "COPY requirements.txt requirements-local.txt ./" in dockerfile
+    assert "COPY requirements.txt requirements-deploy.txt requirements-local.txt ./" in dockerfile
+    assert "RUN pip install -r requirements-deploy.txt\n" in dockerfile
     assert 'if [ "$LOCAL_EMBEDDINGS" = "1" ]' in dockerfile
     assert "-r requirements-local.txt" in dockerfile
     assert "requirements-local.txt" not in ignored

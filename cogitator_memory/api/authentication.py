@@ -12,15 +12,16 @@ whatever it sends, so keys cannot be guessed at the speed of the server.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.contrib.auth.models import AnonymousUser
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
-from rest_framework_api_key.models import AbstractAPIKey, APIKey
-from rest_framework_api_key.permissions import KeyParser
 
 from cogitator_memory.api.throttling import FailedAuthenticationThrottle
+
+if TYPE_CHECKING:
+    from rest_framework_api_key.models import AbstractAPIKey
 
 T = TypeVar("T")
 
@@ -51,15 +52,23 @@ class TokenAuthentication(authentication.TokenAuthentication):
 
 
 class APIKeyAuthentication(authentication.BaseAuthentication):
-    keyword = KeyParser.keyword
+    """``Authorization: Api-Key <key>``. djangorestframework-api-key is imported when a
+    request is read, not with this module (``cogitator_memory.api.grants`` says why)."""
+
+    # djangorestframework-api-key's KeyParser.keyword.
+    keyword = "Api-Key"
 
     def authenticate(self, request: Request) -> tuple[Any, AbstractAPIKey] | None:
+        from rest_framework_api_key.permissions import KeyParser
+
         key = KeyParser().get(request._request)
         if not key:
             return None
         return counting_refusals(request, lambda: self._check(key))
 
     def _check(self, key: str) -> tuple[Any, AbstractAPIKey]:
+        from rest_framework_api_key.models import APIKey
+
         try:
             api_key = APIKey.objects.get_from_key(key)
         except APIKey.DoesNotExist as exc:

@@ -6,7 +6,8 @@ from typing import Any
 
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
-from rest_framework_api_key.models import APIKey
+
+from cogitator_memory.api.grants import request_api_key
 
 
 class IsPrincipal(BasePermission):
@@ -16,7 +17,7 @@ class IsPrincipal(BasePermission):
     message = "Log in, send a token, or send an API key."
 
     def has_permission(self, request: Request, view: Any) -> bool:
-        if isinstance(request.auth, APIKey):
+        if request_api_key(request) is not None:
             return True
         user = request.user
         return bool(user and user.is_authenticated and user.is_active)

@@ -14,6 +14,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from cogitator_memory.grants import SharedRowsQuerySet
+from cogitator_memory.index_operations import CoveringIndex
 
 # The longest token kept; a longer one is cut to this length on both sides (documents
 # and queries), so it still finds itself.
@@ -141,9 +142,9 @@ class KeywordPosting(models.Model):
         indexes = [
             # Candidates of a term, the strongest first, then the newest (index-only on
             # PostgreSQL, which keeps the document id in the index).
-            models.Index(
+            CoveringIndex(
                 fields=["corpus", "term", "-count", "length", "-id"],
-                include=["document_id"],
+                covering=["document_id"],
                 name="cm_kwposting_term",
             ),
             # A document's postings: the counts of candidates, and deletion.

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 import yaml
+from django.conf import settings as django_settings
+from django.contrib.staticfiles import finders
 from django.core.management import call_command
 from django.test import Client
 from django.urls import URLPattern, reverse
@@ -239,6 +241,26 @@ def test_the_documentation_page_is_served_as_html_reading_the_schema(
     assert response["Content-Type"].startswith("text/html")
     assert marker in response.content.lower()
     assert SCHEMA_URL.encode() in response.content
+
+
+@pytest.mark.parametrize(
+    ("page", "bundle"),
+    [
+        ("/api/schema/swagger/", "drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js"),
+        ("/api/schema/redoc/", "drf_spectacular_sidecar/redoc/bundles/redoc.standalone.js"),
+    ],
+)
+def test_the_documentation_page_names_only_this_sites_own_files(page: str, bundle: str) -> None:
+    # given
+    client = Client()
+    # when
+    html = client.get(page).content.decode()
+    urls = re.findall(r"""(?:src|href)=["']([^"']+)["']""", html)
+    # then: no CDN, no fonts of another site; every static file it names is one the site has
+    assert f"{django_settings.STATIC_URL}{bundle}" in urls
+    assert [url for url in urls if not url.startswith("/") or url.startswith("//")] == []
+    static = [url.removeprefix(django_settings.STATIC_URL) for url in urls if "/static/" in url]
+    assert static and all(finders.find(path) for path in static), static
 
 
 # --- what makes the schema exact ---------------------------------------------------------

@@ -6,6 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from cogitator_memory.api.serializers import enums
 from cogitator_memory.api.serializers.entries import EntrySerializer
 from cogitator_memory.api.serializers.threads import entry_id_field
 from cogitator_memory.compaction.models import CompactionRun
@@ -19,7 +20,7 @@ class CompactionRunSerializer(serializers.Serializer):
 
     id = serializers.CharField(help_text="The run's id, also the Celery task's id.")
     thread_id = serializers.CharField()
-    status = serializers.ChoiceField(choices=RunStatus.choices)
+    status = enums.named_enum(enums.RUN_STATUS, choices=RunStatus.choices)
     forced = serializers.BooleanField(
         help_text="Asked for through the API: compacts whatever the thread's size."
     )

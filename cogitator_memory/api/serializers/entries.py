@@ -4,6 +4,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from cogitator_memory.api.serializers import enums
 from cogitator_memory.api.serializers.fields import (
     EntryContentField,
     JSONObjectField,
@@ -11,7 +12,6 @@ from cogitator_memory.api.serializers.fields import (
     QueryIntegerField,
     StrictBooleanField,
     StrictCharField,
-    StrictChoiceField,
     StrictDateTimeField,
     StrictIntegerField,
     ToolCallsField,
@@ -39,10 +39,10 @@ class EntrySerializer(serializers.Serializer):
     thread_id = serializers.CharField()
     parent_id = serializers.CharField(allow_null=True)
     seq = serializers.IntegerField()
-    type = serializers.ChoiceField(choices=ENTRY_TYPE_CHOICES)
+    type = enums.named_enum(enums.ENTRY_TYPE, choices=ENTRY_TYPE_CHOICES)
     token_count = serializers.IntegerField()
     created_at = serializers.DateTimeField()
-    role = serializers.ChoiceField(choices=Role.choices, required=False)
+    role = enums.named_enum(enums.ROLE, choices=Role.choices, required=False)
     content = serializers.JSONField(required=False, help_text="A text or a list of parts.")
     name = serializers.CharField(required=False)
     tool_call_id = serializers.CharField(required=False)
@@ -63,8 +63,12 @@ class EntryCreateSerializer(serializers.Serializer):
     needs content or tool results; a session event needs its event payload, which no
     message or tool result carries."""
 
-    type = StrictChoiceField(choices=ENTRY_TYPE_CHOICES, default=EntryType.MESSAGE.value)
-    role = StrictChoiceField(choices=Role.choices, required=False)
+    type = enums.named_enum(
+        enums.ENTRY_TYPE,
+        choices=ENTRY_TYPE_CHOICES,
+        default=EntryType.MESSAGE.value,
+    )
+    role = enums.named_enum(enums.ROLE, choices=Role.choices, required=False)
     content = EntryContentField(required=False, help_text="A text or a list of parts.")
     name = StrictCharField(max_length=255, required=False)
     tool_call_id = StrictCharField(max_length=255, required=False)

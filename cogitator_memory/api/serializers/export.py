@@ -13,6 +13,7 @@ from typing import Any
 from rest_framework import serializers
 from rest_framework.utils import html
 
+from cogitator_memory.api.serializers import enums
 from cogitator_memory.api.serializers.entries import EntrySerializer
 from cogitator_memory.api.serializers.fields import NOT_BLANK_PATTERN, StrictCharField
 from cogitator_memory.api.serializers.files import FileVersionSerializer
@@ -88,7 +89,7 @@ class ExportedCompactionRunSerializer(serializers.Serializer):
 
     id = serializers.CharField()
     thread_id = serializers.CharField()
-    status = serializers.ChoiceField(choices=RunStatus.choices)
+    status = enums.named_enum(enums.RUN_STATUS, choices=RunStatus.choices)
     forced = serializers.BooleanField()
     compaction_entry_id = serializers.CharField(allow_null=True)
     attempts = serializers.IntegerField(min_value=0)

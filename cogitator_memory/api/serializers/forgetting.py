@@ -13,6 +13,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from cogitator_memory.api.serializers import enums
 from cogitator_memory.api.serializers.entries import EntrySerializer
 from cogitator_memory.api.serializers.fields import (
     NOT_BLANK_PATTERN,
@@ -176,7 +177,7 @@ class ForgetRunSerializer(serializers.Serializer):
         allow_null=True,
         help_text="The agents; null: every agent (grants that reach every agent).",
     )
-    status = serializers.ChoiceField(choices=RunStatus.choices)
+    status = enums.named_enum(enums.RUN_STATUS, choices=RunStatus.choices)
     done = serializers.IntegerField(min_value=0, help_text="Batches done.")
     total = serializers.IntegerField(
         min_value=0, allow_null=True, help_text="Batches in all; null until the run starts."

@@ -6,6 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from cogitator_memory.api.serializers import enums
 from cogitator_memory.api.serializers.fields import (
     NOT_BLANK_PATTERN,
     PageLimitField,
@@ -104,7 +105,7 @@ class ItemSerializer(serializers.Serializer):
     """A memory item; fields never set are absent from the body, not null."""
 
     id = serializers.CharField()
-    kind = serializers.ChoiceField(choices=ItemKind.choices)
+    kind = enums.named_enum(enums.ITEM_KIND, choices=ItemKind.choices)
     agent_id = serializers.CharField()
     user_id = serializers.CharField(required=False)
     project_id = serializers.CharField(required=False)
@@ -113,10 +114,10 @@ class ItemSerializer(serializers.Serializer):
     attribute = serializers.CharField()
     value = serializers.CharField(allow_blank=True)
     content = serializers.CharField(allow_blank=True)
-    trust = serializers.ChoiceField(choices=Trust.choices)
+    trust = enums.named_enum(enums.TRUST, choices=Trust.choices)
     verified = serializers.BooleanField(help_text="Whether its quotes hold in their entries.")
     confidence = serializers.FloatField(min_value=0, max_value=1)
-    status = serializers.ChoiceField(choices=ItemStatus.choices)
+    status = enums.named_enum(enums.ITEM_STATUS, choices=ItemStatus.choices)
     valid_from = serializers.DateTimeField()
     valid_to = serializers.DateTimeField(required=False)
     recorded_at = serializers.DateTimeField()
@@ -209,7 +210,7 @@ class ExtractionRunSerializer(serializers.Serializer):
 
     id = serializers.CharField(help_text="The run's id, also the Celery task's id.")
     thread_id = serializers.CharField()
-    status = serializers.ChoiceField(choices=RunStatus.choices)
+    status = enums.named_enum(enums.RUN_STATUS, choices=RunStatus.choices)
     windows_done = serializers.IntegerField(min_value=0)
     windows_total = serializers.IntegerField(
         min_value=0, allow_null=True, help_text="Windows to read; null until the run starts."

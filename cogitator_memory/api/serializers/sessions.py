@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from cogitator_memory.api.serializers import enums
 from cogitator_memory.api.serializers.fields import (
     NOT_BLANK_PATTERN,
     PageLimitField,
@@ -30,6 +31,7 @@ def key_field(help_text: str, *, required: bool = True) -> StrictCharField:
 
 class SessionSerializer(serializers.ModelSerializer):
     thread_id = serializers.CharField(read_only=True)
+    status = enums.named_enum(enums.SESSION_STATUS, choices=SessionStatus.choices, read_only=True)
 
     class Meta:
         model = ChannelSession

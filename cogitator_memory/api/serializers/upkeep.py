@@ -7,6 +7,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from cogitator_memory.api.serializers import enums
 from cogitator_memory.api.serializers.files import scope_id_field
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.jobs import RunStatus
@@ -46,7 +47,7 @@ class UpkeepRunSerializer(serializers.Serializer):
     user_id = serializers.CharField(allow_null=True)
     project_id = serializers.CharField(allow_null=True)
     thread_id = serializers.CharField(allow_null=True)
-    status = serializers.ChoiceField(choices=RunStatus.choices)
+    status = enums.named_enum(enums.RUN_STATUS, choices=RunStatus.choices)
     attempts = serializers.IntegerField(min_value=0)
     report = serializers.DictField(
         allow_null=True,

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.generics import GenericAPIView
-from rest_framework_api_key.models import APIKey
 
 from cogitator_memory import policy
 from cogitator_memory.api.authentication import APIKeyAuthentication, TokenAuthentication
-from cogitator_memory.api.grants import request_grants
+from cogitator_memory.api.grants import request_api_key, request_grants
 from cogitator_memory.api.parsers import SafeJSONParser
 from cogitator_memory.api.permissions import IsPrincipal
 from cogitator_memory.api.serializers.errors import ErrorSerializer
@@ -19,6 +20,9 @@ from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.jsondata import text_problem
 from cogitator_memory.threads.models import Entry, Thread
 from cogitator_memory.threads.selectors import visible_thread
+
+if TYPE_CHECKING:
+    from rest_framework_api_key.models import APIKey
 
 ENTRY_ID_MAX_LENGTH = 64
 
@@ -48,8 +52,7 @@ class MemoryAPIView(GenericAPIView):
     @property
     def api_key(self) -> APIKey | None:
         """The API key the request authenticated with, if it did (None for a user)."""
-        auth = self.request.auth
-        return auth if isinstance(auth, APIKey) else None
+        return request_api_key(self.request)
 
     def reaches(self, scope: MemoryScope) -> bool:
         """Whether the principal's grants reach the scope's agent and user; a read of a

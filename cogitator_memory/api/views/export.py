@@ -21,7 +21,6 @@ from drf_spectacular.utils import (
     extend_schema_view,
 )
 from rest_framework.request import Request
-from rest_framework_api_key.models import APIKey
 
 from cogitator_memory.api.serializers.errors import ErrorSerializer
 from cogitator_memory.api.serializers.export import (
@@ -103,8 +102,7 @@ class UserExportView(MemoryAPIView):
     serializer_class = UserExportSerializer
 
     def get(self, request: Request, user_id: str) -> StreamingHttpResponse:
-        key = request.auth if isinstance(request.auth, APIKey) else None
-        require_export_permission(request.user, api_key=key)
+        require_export_permission(request.user, api_key=self.api_key)
         query = UserExportQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params: dict[str, Any] = query.validated_data

@@ -17,7 +17,6 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
-from rest_framework_api_key.models import APIKey
 
 from cogitator_memory.api.serializers.errors import ErrorSerializer
 from cogitator_memory.api.serializers.items import (
@@ -172,8 +171,7 @@ class ReviewView(ItemAPIView):
         return ""
 
     def post(self, request: Request, item_id: str) -> Response:
-        key = request.auth if isinstance(request.auth, APIKey) else None
-        review = self.decision(request.user, grants=self.grants, via=Via.API, api_key=key)
+        review = self.decision(request.user, grants=self.grants, via=Via.API, api_key=self.api_key)
         review.authorize([item_id])  # 404, then 403, before the body is read
         [item] = review.execute([item_id], reason=self.reason(request))
         return Response(ItemSerializer(item).data)
