@@ -13,7 +13,7 @@ import cogitator_memory.index_operations
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("cogitator_memory", "0031_playbook_review"),
+        ("cogitator_memory", "0032_knowledge_graph"),
     ]
 
     operations = [
