@@ -249,6 +249,7 @@ SPECTACULAR_SETTINGS = {
         "ItemStatusEnum": "cogitator_memory.items.models.ItemStatus",
         "TrustEnum": "cogitator_memory.items.models.Trust",
         "RunStatusEnum": "cogitator_memory.items.models.RunStatus",
+        "GraphStatusEnum": "cogitator_memory.graph.models.GraphStatus",
     },
     # 3.1: its schemas are JSON Schema, which can describe object keys (propertyNames).
     "OAS_VERSION": "3.1.0",
