@@ -58,6 +58,7 @@ from cogitator_memory.exceptions import GraphNodeNotFound, InvalidGraphInput
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.graph.inputs import node_key, normal_words
 from cogitator_memory.graph.models import GraphEdge, GraphNode, GraphStatus
+from cogitator_memory.graph.naming import nodes_named
 from cogitator_memory.graph.review import (
     ActivateGraphEdges,
     ActivateGraphNodes,
@@ -115,22 +116,6 @@ def evidence_of(data: Mapping[str, Any]) -> list[NewEvidence]:
 def comma_list(text: str | None) -> list[str] | None:
     """The values of a query parameter separated by commas; None when it was not given."""
     return text.split(",") if text else None
-
-
-def named(nodes: QuerySet[GraphNode], words: str) -> list[str]:
-    """The ids of the nodes whose name or an alias holds ``words``, case and spacing
-    aside. Matched here, not in SQL: aliases are JSON, which the two databases store as
-    different texts (SQLite escapes what is not ASCII), and their case rules differ."""
-    wanted = node_key(words)
-    return [
-        pk
-        for pk, name, aliases in nodes.values_list("pk", "name", "aliases").iterator(2000)
-        if any(
-            wanted in node_key(text)
-            for text in (name, *(aliases if isinstance(aliases, list) else []))
-            if isinstance(text, str)
-        )
-    ]
 
 
 @contextmanager
@@ -248,7 +233,7 @@ class GraphNodeListView(GraphAPIView):
             if name in params:
                 nodes = nodes.filter(**{name: params[name]})
         if "search" in params:
-            nodes = nodes.filter(pk__in=named(nodes, params["search"]))
+            nodes = nodes_named(nodes, params["search"])
         found, cursor, next_url = self.page(request, nodes, params)
         return Response(
             {
