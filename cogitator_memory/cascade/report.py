@@ -2,8 +2,8 @@
 
 The entries, threads and summaries a cascade removed are listed by id (they are what the
 caller named, or follow from it); what the stores derived from them is counted, by the
-names the dependents count it under (``dependents.Forgotten``). Facts, the knowledge graph
-and the playbook have their fields already, 0 until those stores exist.
+names the dependents count it under (``dependents.Forgotten``). The knowledge graph's
+counts are ``graph.nodes``, ``graph.edges`` and ``graph.trimmed``.
 """
 
 from __future__ import annotations

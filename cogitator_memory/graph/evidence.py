@@ -10,14 +10,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from django.db import connections, router
+
 from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.graph.models import GraphEdge, GraphEvidence, GraphNode
 from cogitator_memory.items.models import Trust
 from cogitator_memory.items.statements import NewEvidence
 from cogitator_memory.lineage import Quote, verify_evidence
-from cogitator_memory.threads.models import REDACTED_TEXT, Entry
+from cogitator_memory.threads.models import REDACTED_TEXT, Entry, Thread
 
-__all__ = ["CheckedQuote", "active_on_its_own", "check_quotes", "write_evidence"]
+__all__ = [
+    "CheckedQuote",
+    "active_on_its_own",
+    "check_quotes",
+    "lock_quoted_threads",
+    "write_evidence",
+]
 
 
 @dataclass(frozen=True)
@@ -27,6 +35,19 @@ class CheckedQuote:
     quote: NewEvidence
     entry_id: str | None
     holds: bool
+
+
+def lock_quoted_threads(evidence: Sequence[NewEvidence]) -> None:
+    """Lock the threads of the entries the quotes name, before the agent's graph lock (the
+    order a deletion of entries takes them: thread, then agent). A deletion either ends
+    before the quotes are checked (the entry is gone: the quote stands on nothing) or
+    waits for this write and then finds its evidence. SQLite's IMMEDIATE transaction
+    serializes the two already."""
+    ids = sorted({quote.entry_id for quote in evidence if quote.entry_id})
+    connection = connections[router.db_for_write(Thread)]
+    if ids and connection.features.has_select_for_update:
+        locked = Thread.objects.select_for_update(of=("self",)).filter(entries__pk__in=ids)
+        list(locked.order_by("pk").values_list("pk", flat=True))
 
 
 def check_quotes(

@@ -58,16 +58,22 @@ class GraphOnEntries:
     def forget_entries(self, entry_ids: Sequence[str], forgotten: Forgotten) -> None:
         ids = list(entry_ids)
         quoting = GraphEvidence.objects.of_entries(ids)
+        if not quoting.exists():
+            return
+        # A write quoting these entries waits on their threads' locks, which the deletion
+        # holds (``evidence.lock_quoted_threads``). The lock of the agents' graph writes
+        # keeps a merge from moving evidence and edges under the reads below.
+        GraphRules.lock_agents(
+            {
+                *GraphNode.objects.filter(evidence__in=quoting).values_list("agent_id", flat=True),
+                *GraphEdge.objects.filter(evidence__in=quoting).values_list("agent_id", flat=True),
+            }
+        )
         touched = list(quoting.values_list("node_id", "edge_id").distinct())
         if not touched:
             return
         node_ids = sorted({node for node, _edge in touched if node is not None})
         edge_ids = sorted({edge for _node, edge in touched if edge is not None})
-        agents = set(GraphNode.objects.filter(pk__in=node_ids).values_list("agent_id", flat=True))
-        agents |= set(GraphEdge.objects.filter(pk__in=edge_ids).values_list("agent_id", flat=True))
-        # Under the lock of the agents' graph writes: a write adding evidence to one of
-        # these rows either came first (its evidence is read below) or waits.
-        GraphRules.lock_agents(agents)
         for chunk in _chunks(ids):
             GraphEvidence.objects.filter(entry_id__in=chunk).delete()
 

@@ -117,6 +117,50 @@ class GraphTraversal(GraphRules):
         adapted = connection.ops.adapt_datetimefield_value(moment) if moment else None
         return _Walk(start.scope_key, chosen, kinds, adapted)
 
+    @staticmethod
+    def _recursive_walk(
+        name: str,
+        walk: _Walk,
+        *,
+        start: str,
+        also: str,
+        depth: int,
+        fan_out: int | None,
+    ) -> tuple[str, list[Any]]:
+        """The recursive query ``name(node_id, depth)``: the walk from ``start`` while
+        ``depth`` is below the bound, stepping along the edges the walk may follow to the
+        nodes it may reach (and to ``also``, the start or the other end of a path,
+        whatever its status); with ``fan_out``, along each node's heaviest edges only.
+        Returns the SQL and its parameters."""
+        _connection, nodes, edges = GraphTraversal._tables()
+        edge_sql, edge_params = walk.edge("o")
+        node_sql, node_params = walk.node("n")
+        seed = f"{name}(node_id, depth) AS ( SELECT CAST(%s AS VARCHAR(64)), 0 UNION"
+        if fan_out is None:
+            # Every edge of each node: a join the planner walks by the edge indexes.
+            sql = (
+                f"{seed} SELECT CAST({_other_end('o', 'w.node_id')} AS VARCHAR(64)), w.depth + 1"
+                f" FROM {name} w"
+                f" JOIN {edges} o ON (o.source_id = w.node_id OR o.target_id = w.node_id)"
+                f" JOIN {nodes} n ON n.id = {_other_end('o', 'w.node_id')}"
+                f" WHERE w.depth < %s AND {edge_sql} AND (n.id = %s OR ({node_sql})))"
+            )
+            return sql, [start, depth, *edge_params, also, *node_params]
+        # Each node's heaviest edges: the ids of a correlated, limited subquery (a join
+        # cannot limit per node on SQLite, which has no LATERAL).
+        step = (
+            f"SELECT o.id FROM {edges} o JOIN {nodes} n ON n.id = {_other_end('o', 'w.node_id')}"
+            " WHERE (o.source_id = w.node_id OR o.target_id = w.node_id)"
+            f" AND {edge_sql} AND (n.id = %s OR ({node_sql}))"
+            " ORDER BY o.weight DESC, o.id LIMIT %s"
+        )
+        sql = (
+            f"{seed} SELECT CAST({_other_end('e', 'w.node_id')} AS VARCHAR(64)), w.depth + 1"
+            f" FROM {name} w JOIN {edges} e ON e.id IN ({step})"
+            " WHERE w.depth < %s)"
+        )
+        return sql, [start, *edge_params, also, *node_params, fan_out, depth]
+
     def neighbourhood(
         self,
         node_id: str,
@@ -132,55 +176,45 @@ class GraphTraversal(GraphRules):
         """The nodes within ``depth`` edges of the node (the nearest ``max_nodes``, the
         node itself among them), following at most ``fan_out`` edges from each node (the
         heaviest, then by id), of the ``relations`` asked for (None: every relation) and
-        the ``statuses`` asked for, valid at ``as_of`` when given. Raises
-        ``GraphNodeNotFound`` (a node the caller cannot see) and ``InvalidGraphInput``."""
+        the ``statuses`` asked for, valid at ``as_of`` when given, and the edges among
+        them that the walk may follow. Raises ``GraphNodeNotFound`` (a node the caller
+        cannot see) and ``InvalidGraphInput``."""
         errors = Errors()
         depth = errors.bound("depth", depth, 0, MAX_DEPTH)
         max_nodes = errors.bound("max_nodes", max_nodes, 1, MAX_NODES)
         fan_out = errors.bound("fan_out", fan_out, 1, MAX_FAN_OUT)
         start = self._node(node_id, grants)
         walk = self._walk(start, errors, statuses=statuses, relations=relations, as_of=as_of)
-        connection, nodes, edges = self._tables()
-        edge_sql, edge_params = walk.edge("o")
-        node_sql, node_params = walk.node("n")
-        sql = (
-            "WITH RECURSIVE walk(node_id, depth) AS ("
-            " SELECT CAST(%s AS VARCHAR(64)), 0"
-            " UNION"
-            f" SELECT CAST({_other_end('e', 'w.node_id')} AS VARCHAR(64)), w.depth + 1"
-            f" FROM walk w JOIN {edges} e ON e.id IN ("
-            f"  SELECT o.id FROM {edges} o JOIN {nodes} n ON n.id = {_other_end('o', 'w.node_id')}"
-            f"  WHERE (o.source_id = w.node_id OR o.target_id = w.node_id)"
-            f"  AND {edge_sql} AND {node_sql}"
-            "   ORDER BY o.weight DESC, o.id LIMIT %s)"
-            " WHERE w.depth < %s"
-            ")"
-            " SELECT node_id, MIN(depth) FROM walk GROUP BY node_id"
-            " ORDER BY MIN(depth), node_id LIMIT %s"
+        connection, _nodes, edges = self._tables()
+        walk_sql, walk_params = self._recursive_walk(
+            "walk", walk, start=start.pk, also=start.pk, depth=depth, fan_out=fan_out
         )
-        params = [start.pk, *edge_params, *node_params, fan_out, depth, max_nodes]
+        edge_sql, edge_params = walk.edge("e")
+        # The nodes found and the edges among them, in one statement: ('n', id, depth)
+        # rows, then ('e', id, 0) rows.
+        sql = (
+            f"WITH RECURSIVE {walk_sql},"
+            " found AS (SELECT node_id, MIN(depth) AS depth FROM walk GROUP BY node_id"
+            "  ORDER BY MIN(depth), node_id LIMIT %s)"
+            " SELECT 'n', node_id, depth FROM found"
+            " UNION ALL"
+            f" SELECT 'e', e.id, 0 FROM {edges} e"
+            " WHERE e.source_id IN (SELECT node_id FROM found)"
+            f" AND e.target_id IN (SELECT node_id FROM found) AND {edge_sql}"
+        )
+        params = [*walk_params, max_nodes, *edge_params]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
-            depth_of = {node: int(hops) for node, hops in cursor.fetchall()}
-        found = GraphNode.objects.in_bulk(list(depth_of))
-        ordered = [found[node] for node in depth_of if node in found]
-        return Neighbourhood(ordered, self._edges_among(list(depth_of), walk), depth_of)
-
-    def _edges_among(self, node_ids: list[str], walk: _Walk) -> list[GraphEdge]:
-        """The edges the walk may follow between these nodes, by id."""
-        if len(node_ids) < 2:
-            return []
-        connection, _nodes, edges = self._tables()
-        edge_sql, edge_params = walk.edge("e")
-        marks = ", ".join(["%s"] * len(node_ids))
-        sql = (
-            f"SELECT e.id FROM {edges} e WHERE e.source_id IN ({marks})"
-            f" AND e.target_id IN ({marks}) AND {edge_sql}"
+            rows = cursor.fetchall()
+        found = sorted(
+            ((int(hops), node) for kind, node, hops in rows if kind == "n"),
         )
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [*node_ids, *node_ids, *edge_params])
-            ids = [row[0] for row in cursor.fetchall()]
-        return list(GraphEdge.objects.filter(pk__in=ids).order_by("pk"))
+        depth_of = {node: hops for hops, node in found}
+        edge_ids = [edge for kind, edge, _hops in rows if kind == "e"]
+        by_id = GraphNode.objects.in_bulk(list(depth_of))
+        ordered = [by_id[node] for node in depth_of if node in by_id]
+        linked = list(GraphEdge.objects.filter(pk__in=edge_ids).order_by("pk")) if edge_ids else []
+        return Neighbourhood(ordered, linked, depth_of)
 
     def shortest_path(
         self,
@@ -193,10 +227,14 @@ class GraphTraversal(GraphRules):
         grants: Grants | None = None,
     ) -> GraphPath | None:
         """A shortest path (fewest edges, at most ``max_depth``) from the source to the
-        target along edges followed either way, by the rules of ``neighbourhood``; among
-        paths of one length, the one through the smallest ids. None when there is none
-        (also when the nodes are of different scopes: a path never leaves its scope).
-        Raises ``GraphNodeNotFound`` and ``InvalidGraphInput``."""
+        target along edges followed either way, by the rules of ``neighbourhood`` (the
+        target, too, of the ``statuses`` asked for); among paths of one length, the same
+        one every time (chosen by ids). None when there is none (also when the nodes are of
+        different scopes: a path never leaves its scope). Raises ``GraphNodeNotFound``
+        and ``InvalidGraphInput``.
+
+        The walk goes from both ends at once, half the depth each, in one statement: a
+        path of length L costs two walks of about L / 2, not one of L."""
         errors = Errors()
         max_depth = errors.bound("max_depth", max_depth, 1, MAX_DEPTH)
         source = self._node(source_id, grants)
@@ -204,31 +242,36 @@ class GraphTraversal(GraphRules):
         walk = self._walk(source, errors, statuses=statuses, relations=relations, as_of=None)
         if source.pk == target.pk:
             return GraphPath([source], [])
-        if source.scope_key != target.scope_key:
+        if source.scope_key != target.scope_key or target.status not in walk.statuses:
             return None
-        connection, nodes, edges = self._tables()
-        edge_sql, edge_params = walk.edge("e")
-        node_sql, node_params = walk.node("n")
-        sql = (
-            "WITH RECURSIVE walk(node_id, depth) AS ("
-            " SELECT CAST(%s AS VARCHAR(64)), 0"
-            " UNION"
-            f" SELECT CAST({_other_end('e', 'w.node_id')} AS VARCHAR(64)), w.depth + 1"
-            f" FROM walk w JOIN {edges} e ON (e.source_id = w.node_id OR e.target_id = w.node_id)"
-            f" JOIN {nodes} n ON n.id = {_other_end('e', 'w.node_id')}"
-            f" WHERE w.depth < %s AND w.node_id <> %s AND {edge_sql} AND {node_sql}"
-            "), reached AS (SELECT node_id, MIN(depth) AS depth FROM walk GROUP BY node_id)"
-            " SELECT node_id, depth FROM reached"
-            " WHERE depth < (SELECT depth FROM reached WHERE node_id = %s) OR node_id = %s"
+        connection, _nodes, _edges = self._tables()
+        ahead = (max_depth + 1) // 2
+        forth_sql, forth_params = self._recursive_walk(
+            "forth", walk, start=source.pk, also=target.pk, depth=ahead, fan_out=None
         )
-        params = [source.pk, max_depth, target.pk, *edge_params, *node_params]
-        params += [target.pk, target.pk]
+        back_sql, back_params = self._recursive_walk(
+            "back", walk, start=target.pk, also=source.pk, depth=max_depth - ahead, fan_out=None
+        )
+        # Each side's distances (kind 'f' from the source, 'b' from the target).
+        sql = (
+            f"WITH RECURSIVE {forth_sql}, {back_sql}"
+            " SELECT 'f', node_id, MIN(depth) FROM forth GROUP BY node_id"
+            " UNION ALL"
+            " SELECT 'b', node_id, MIN(depth) FROM back GROUP BY node_id"
+        )
         with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            distance = {node: int(hops) for node, hops in cursor.fetchall()}
-        if target.pk not in distance:
+            cursor.execute(sql, [*forth_params, *back_params])
+            rows = cursor.fetchall()
+        forth = {node: int(hops) for kind, node, hops in rows if kind == "f"}
+        back = {node: int(hops) for kind, node, hops in rows if kind == "b"}
+        meetings = sorted((forth[node] + back[node], node) for node in forth.keys() & back.keys())
+        if not meetings:
             return None
-        node_ids, edge_ids = self._back_from(target.pk, distance, walk)
+        _length, middle = meetings[0]
+        to_source_nodes, to_source_edges = self._back_from(middle, forth, walk)
+        to_target_nodes, to_target_edges = self._back_from(middle, back, walk)
+        node_ids = [*reversed(to_source_nodes), *to_target_nodes[1:]]
+        edge_ids = [*reversed(to_source_edges), *to_target_edges]
         found_nodes = GraphNode.objects.in_bulk(node_ids)
         found_edges = GraphEdge.objects.in_bulk(edge_ids)
         return GraphPath(
@@ -236,18 +279,19 @@ class GraphTraversal(GraphRules):
         )
 
     def _back_from(
-        self, target_id: str, distance: dict[str, int], walk: _Walk
+        self, node_id: str, distance: dict[str, int], walk: _Walk
     ) -> tuple[list[str], list[str]]:
-        """The path's node and edge ids, from the source: stepping back from the target to
-        a node one nearer the source (the smallest id, then the smallest edge id)."""
+        """The node and edge ids from ``node_id`` back to where ``distance`` counts from,
+        stepping each time to a node one nearer (the smallest id, then the smallest edge
+        id)."""
         connection, _nodes, edges = self._tables()
         edge_sql, edge_params = walk.edge("e")
         sql = (
             f"SELECT e.id, {_other_end('e', '%s')} FROM {edges} e"
             f" WHERE (e.source_id = %s OR e.target_id = %s) AND {edge_sql}"
         )
-        node_ids, edge_ids = [target_id], []
-        current = target_id
+        node_ids, edge_ids = [node_id], []
+        current = node_id
         with connection.cursor() as cursor:
             while distance[current] > 0:
                 cursor.execute(sql, [current, current, current, *edge_params])
@@ -260,6 +304,4 @@ class GraphTraversal(GraphRules):
                 current, edge = steps[0]
                 node_ids.append(current)
                 edge_ids.append(edge)
-        node_ids.reverse()
-        edge_ids.reverse()
         return node_ids, edge_ids

@@ -33,6 +33,7 @@ from cogitator_memory.graph.evidence import (
     CheckedQuote,
     active_on_its_own,
     check_quotes,
+    lock_quoted_threads,
     write_evidence,
 )
 from cogitator_memory.graph.inputs import Errors, node_key, normal_words
@@ -125,6 +126,7 @@ class GraphWriting(GraphRules):
         errors.raise_any()
         policy.require_write(grants, scope.agent_id, scope.user_id, user_field="scope.user_id")
         with transaction.atomic():
+            lock_quoted_threads(quotes)
             self.lock_agents([scope.agent_id])
             checked = check_quotes(scope, quotes, grants)
             return self._upsert_node(
@@ -227,6 +229,7 @@ class GraphWriting(GraphRules):
         quotes = errors.evidence(changes["evidence"]) if "evidence" in changes else None
         entity = self._entity(scope, changes["entity"], errors) if changes.get("entity") else None
         errors.raise_any()
+        lock_quoted_threads(quotes or [])
         self.lock_agents([node.agent_id])
         node = self._node(node.pk, grants, lock=True)
         if "name" in values or "type" in values:
@@ -286,6 +289,7 @@ class GraphWriting(GraphRules):
         errors.raise_any()
         policy.require_write(grants, scope.agent_id, scope.user_id, user_field="scope.user_id")
         with transaction.atomic():
+            lock_quoted_threads(quotes)
             self.lock_agents([scope.agent_id])
             first = self._node(source, grants)
             second = self._node(target, grants)
@@ -355,6 +359,7 @@ class GraphWriting(GraphRules):
         )
         quotes = errors.evidence(changes["evidence"]) if "evidence" in changes else None
         errors.raise_any()
+        lock_quoted_threads(quotes or [])
         self.lock_agents([edge.agent_id])
         edge = self._edge(edge.pk, grants, lock=True)
         if relation is not None and relation != edge.relation:
