@@ -23,7 +23,9 @@ class CogitatorMemoryConfig(AppConfig):
         from cogitator_memory.embeddings.message_index import MESSAGE_VECTORS
         from cogitator_memory.files.forgetting import FileVersionsOnEntries
         from cogitator_memory.graph.forgetting import GraphOnEntries
+        from cogitator_memory.graph.subject_nodes import nodes_of_activated_items
         from cogitator_memory.items import forgetting
+        from cogitator_memory.items.activation import register_activation_step
         from cogitator_memory.items.models import ExtractionRun
         from cogitator_memory.items.vectors import ITEM_VECTORS
         from cogitator_memory.jobs import RunsOnEntries
@@ -39,6 +41,7 @@ class CogitatorMemoryConfig(AppConfig):
         dependents.register(EntryKeywords())
         dependents.register(FileVersionsOnEntries())
         dependents.register(GraphOnEntries())
+        register_activation_step("graph.subject_nodes", nodes_of_activated_items)
         dependents.register(RunsOnEntries("extraction_runs", ExtractionRun))
         dependents.register(
             RunsOnEntries("compaction_runs", CompactionRun, entry_fields=["compaction_entry_id"])

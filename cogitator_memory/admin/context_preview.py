@@ -1,11 +1,12 @@
 """A thread's context previewed in the admin: what a model would get for the next turn.
 
 The reviewer fills a small form (the input, the budget, the strategy, a system prompt,
-facts or not, a leaf, a moment) and the page shows what ``ContextBuilder.build`` returns
-for the thread, as the staff user's grants see it: the messages in prompt order with their
-cache breakpoints, the memory context block, the tokens per partition, what was recalled,
-and every block left out and why, each source linked to its admin page where it is an entry
-or a memory item. The REST API's ``POST context/`` builds the same way.
+facts or not, graph context or not and how far it reaches, a leaf, a moment) and the page
+shows what ``ContextBuilder.build`` returns for the thread, as the staff user's grants see
+it: the messages in prompt order with their cache breakpoints, the memory context block,
+the tokens per partition, what was recalled, and every block left out and why, each source
+linked to its admin page where it is an entry or a memory item. The REST API's
+``POST context/`` builds the same way.
 """
 
 from __future__ import annotations
@@ -35,9 +36,12 @@ from cogitator_memory.context.config import (
     default_reserve,
     default_strategy,
 )
+from cogitator_memory.context.graph_source import MemoryGraphContext
 from cogitator_memory.context.history import CACHE_BREAKPOINT
 from cogitator_memory.context.partitions import PARTITION_NAMES
 from cogitator_memory.exceptions import EntryNotInThread, InvalidInput
+from cogitator_memory.graph.context_options import MAX_CONTEXT_NODES, GraphContextOptions
+from cogitator_memory.graph.inputs import MAX_DEPTH
 from cogitator_memory.items.models import MemoryItem
 from cogitator_memory.threads.models import Entry
 from cogitator_memory.upkeep.observations import MemoryObservations
@@ -57,6 +61,12 @@ MAX_INPUT_CHARS = MAX_REQUEST_INPUT_CHARS
 # Dropped blocks listed on the page: a long thread drops thousands of history entries, and
 # the first ones say why as well as all of them; the page says how many there were.
 MAX_DROPPED_SHOWN = 500
+# The builder names a bad graph option by its path in the config; the form by its field.
+GRAPH_OPTION_FIELDS = {
+    "graph_context_options.depth": "graph_depth",
+    "graph_context_options.max_nodes": "graph_max_nodes",
+    "graph_context_options.relations": "graph_relations",
+}
 
 
 class ContextPreviewForm(forms.Form):
@@ -97,6 +107,34 @@ class ContextPreviewForm(forms.Form):
         initial=True,
         help_text=_("Memory items that hold, as known facts."),
     )
+    include_graph_context = forms.BooleanField(
+        label=_("Include graph context"),
+        required=False,
+        initial=False,
+        help_text=_("Active graph nodes the input names and those near them, with their edges."),
+    )
+    graph_depth = forms.IntegerField(
+        label=_("Graph depth"),
+        required=False,
+        min_value=0,
+        max_value=MAX_DEPTH,
+        initial=GraphContextOptions.depth,
+        help_text=_("Edges from a node the input names; 2 when empty."),
+    )
+    graph_max_nodes = forms.IntegerField(
+        label=_("Graph nodes"),
+        required=False,
+        min_value=1,
+        max_value=MAX_CONTEXT_NODES,
+        initial=GraphContextOptions.max_nodes,
+        help_text=_("The most nodes sent; 20 when empty."),
+    )
+    graph_relations = forms.CharField(
+        label=_("Graph relations"),
+        required=False,
+        max_length=2000,
+        help_text=_("The relations followed, separated by commas; every relation when empty."),
+    )
     leaf_id = forms.CharField(
         label=_("Leaf entry"),
         required=False,
@@ -117,10 +155,23 @@ class ContextPreviewForm(forms.Form):
         # As the API chooses when no strategy is given.
         self.fields["strategy"].initial = default_strategy()
 
+    def graph_context_options(self) -> dict[str, Any]:
+        """The graph context options of the valid form."""
+        data = self.cleaned_data
+        relations = [word.strip() for word in data["graph_relations"].split(",") if word.strip()]
+        defaults = GraphContextOptions()
+        depth, max_nodes = data["graph_depth"], data["graph_max_nodes"]
+        return {
+            "depth": defaults.depth if depth is None else depth,
+            "max_nodes": defaults.max_nodes if max_nodes is None else max_nodes,
+            "relations": relations or None,
+        }
+
     def add_build_errors(self, error: InvalidInput | EntryNotInThread) -> None:
         """The builder's refusal, each message on the field it names (on the form when
         the field is not one of the form's)."""
         for field, messages in error.errors.items():
+            field = GRAPH_OPTION_FIELDS.get(field, field)
             for message in messages:
                 self.add_error(field if field in self.fields else None, message)
 
@@ -152,8 +203,10 @@ def build_preview(
                 max_tokens=data["max_tokens"],
                 strategy=data["strategy"],
                 include_facts=data["include_facts"],
+                include_graph_context=data["include_graph_context"],
+                graph_context_options=form.graph_context_options(),
             )
-            deps = ContextBuilderDeps(observations=MemoryObservations())
+            deps = ContextBuilderDeps(observations=MemoryObservations(), graph=MemoryGraphContext())
             built = ContextBuilder(config, deps).build(
                 thread_id=thread.pk,
                 agent_id=thread.agent_id,

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from cogitator_memory.compaction.history import COMPACTION
 from cogitator_memory.context.assembler import Assembly, ContextBlock
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from cogitator_memory.context.builder import ContextBuilder
     from cogitator_memory.context.seams import Observation
     from cogitator_memory.grants import Grants
+    from cogitator_memory.graph.context_options import GraphContextOptions
     from cogitator_memory.items.models import MemoryItem
     from cogitator_memory.threads.models import Entry
 
@@ -357,6 +358,8 @@ class ContextBuild:
                 input=self.current_input,
                 as_of=self.as_of,
                 grants=self.grants,
+                thread_id=self.thread_id,
+                options=cast("GraphContextOptions", self.config.graph_context_options),
             ),
             None,
         )

@@ -12,7 +12,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.utils import timezone
 
-from cogitator_memory.exceptions import InvalidContextConfig
+from cogitator_memory.exceptions import InvalidContextConfig, InvalidInput
+from cogitator_memory.graph.context_options import GraphContextOptions
 from cogitator_memory.limits import is_whole_number
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ __all__ = [
     "STRATEGIES",
     "ContextBuilderConfig",
     "ContextBuilderDeps",
+    "GraphContextOptions",
     "Strategy",
     "check_budget",
     "check_time_zone",
@@ -95,7 +97,9 @@ class ContextBuilderConfig:
     ``reserve_tokens``: kept free for the answer, 10 % of the budget (at least 100) by
     default. ``strategy``: ``recent``, ``relevant`` or ``hybrid``. ``partitions``: shares
     merged over ``DEFAULT_PARTITIONS``. ``time_zone``: the IANA zone of recalled dates and
-    of the time a turn names. Raises ``InvalidContextConfig`` for any value that cannot
+    of the time a turn names. ``graph_context_options``: how far graph context reaches
+    from the nodes a turn names (a ``GraphContextOptions`` or a mapping of its fields;
+    the defaults when None). Raises ``InvalidContextConfig`` for any value that cannot
     work.
     """
 
@@ -106,6 +110,7 @@ class ContextBuilderConfig:
     include_facts: bool = False
     include_semantic_context: bool = False
     include_graph_context: bool = False
+    graph_context_options: GraphContextOptions | Mapping[str, Any] | None = None
     partitions: Mapping[str, Any] = field(default_factory=dict)
     time_zone: str = "UTC"
 
@@ -128,6 +133,26 @@ class ContextBuilderConfig:
         ):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidContextConfig({name: "True or False."})
+        object.__setattr__(self, "graph_context_options", graph_options(self.graph_context_options))
+
+
+def graph_options(value: Any) -> GraphContextOptions:
+    """``value`` as ``GraphContextOptions`` (the defaults for None). Raises
+    ``InvalidContextConfig`` naming each bad option under ``graph_context_options``."""
+    if value is None:
+        return GraphContextOptions()
+    if isinstance(value, GraphContextOptions):
+        return value
+    if not isinstance(value, Mapping):
+        raise InvalidContextConfig(
+            {"graph_context_options": "GraphContextOptions or a mapping of its fields."}
+        )
+    try:
+        return GraphContextOptions.of(value)
+    except InvalidInput as exc:
+        raise InvalidContextConfig(
+            {f"graph_context_options.{name}": messages for name, messages in exc.errors.items()}
+        ) from exc
 
 
 @dataclass

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from cogitator_memory.grants import Grants, MemoryScope
+    from cogitator_memory.graph.context_options import GraphContextOptions
     from cogitator_memory.items.models import MemoryItem
     from cogitator_memory.recall.types import Retrieval
     from cogitator_memory.threads.models import Entry
@@ -71,7 +72,10 @@ class GraphContext:
 
 
 class GraphContextSource(Protocol):
-    """Where graph context comes from (the knowledge graph fills it)."""
+    """Where graph context comes from (``context/graph_source.py`` ``MemoryGraphContext``
+    reads the knowledge graph): the part of the graph the run of ``agent_id``, ``user_id``
+    and ``thread_id`` sees for ``input``, as it held at ``as_of``, as far as ``options``
+    reach (the config's ``graph_context_options``)."""
 
     def graph_context(
         self,
@@ -81,6 +85,8 @@ class GraphContextSource(Protocol):
         input: str | None,
         as_of: datetime,
         grants: Grants | None,
+        thread_id: str | None = None,
+        options: GraphContextOptions | None = None,
     ) -> GraphContext: ...
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from cogitator_memory.compaction.models import CompactionRun
 from cogitator_memory.files.models import MemoryFileVersion
 from cogitator_memory.grants import SCOPE_FIELDS, MemoryScope
+from cogitator_memory.graph.models import GraphEdge, GraphEvidence, GraphNode
 from cogitator_memory.items.models import Entity, Evidence, ExtractionRun, MemoryItem
 from cogitator_memory.sessions.models import ChannelSession
 from cogitator_memory.threads.models import Entry, Thread
@@ -73,9 +74,10 @@ def entry_record(entry: Entry) -> dict[str, Any]:
     return entry.as_dict()
 
 
-def evidence_record(evidence: Evidence, *, entry_in_export: bool) -> dict[str, Any]:
-    """A quote an item stands on. ``entry_id`` and ``thread_id`` are given when the entry
-    is one the export holds (a thread of the user the caller may see); the quote always."""
+def evidence_record(evidence: Evidence | GraphEvidence, *, entry_in_export: bool) -> dict[str, Any]:
+    """A quote an item, a graph node or a graph edge stands on. ``entry_id`` and
+    ``thread_id`` are given when the entry is one the export holds (a thread of the user
+    the caller may see); the quote always."""
     record: dict[str, Any] = {
         "id": evidence.pk,
         "quote": evidence.quote,
@@ -84,7 +86,7 @@ def evidence_record(evidence: Evidence, *, entry_in_export: bool) -> dict[str, A
     }
     if entry_in_export and evidence.entry_id is not None:
         record["entry_id"] = evidence.entry_id
-        record["thread_id"] = evidence.entry_thread_id  # type: ignore[attr-defined]
+        record["thread_id"] = evidence.entry_thread_id  # type: ignore[union-attr]
     if evidence.tool_call_id is not None:
         record["tool_call_id"] = evidence.tool_call_id
     if isinstance(evidence.file_range, dict):
@@ -178,3 +180,42 @@ def compaction_run_record(run: CompactionRun) -> dict[str, Any]:
         "started_at": run.started_at,
         "finished_at": run.finished_at,
     }
+
+
+def _graph_row(row: GraphNode | GraphEdge) -> dict[str, Any]:
+    scope = MemoryScope.of(row)
+    record: dict[str, Any] = {
+        "id": row.pk,
+        "scope": {
+            name: value for name in SCOPE_FIELDS if (value := getattr(scope, name)) is not None
+        },
+        "properties": row.properties,
+        "trust": row.trust,
+        "status": row.status,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+    }
+    if row.valid_from is not None:
+        record["valid_from"] = row.valid_from
+    if row.valid_to is not None:
+        record["valid_to"] = row.valid_to
+    return record
+
+
+def graph_node_record(node: GraphNode, evidence: list[dict[str, Any]]) -> dict[str, Any]:
+    """A node of any status, with its names and the quotes it stands on."""
+    record = _graph_row(node)
+    record.update(type=node.type, name=node.name, aliases=list(node.aliases))
+    if node.entity_id is not None:
+        record["entity_id"] = node.entity_id
+    record["evidence"] = evidence
+    return record
+
+
+def graph_edge_record(edge: GraphEdge, evidence: list[dict[str, Any]]) -> dict[str, Any]:
+    """An edge of any status: the nodes it joins, how, and the quotes it stands on."""
+    record = _graph_row(edge)
+    record.update(source_id=edge.source_id, target_id=edge.target_id, relation=edge.relation)
+    record["weight"] = edge.weight
+    record["evidence"] = evidence
+    return record

@@ -10,14 +10,15 @@ returns an iterator of JSON texts which, joined, are one document::
      "items": [{...item..., "subject": {...}, "evidence": [{...}, ...]}, ...],
      "entities": [...], "file_versions": [...], "sessions": [...],
      "extraction_runs": [...], "compaction_runs": [...],
-     "graph_nodes": [],
+     "graph_nodes": [{...node..., "evidence": [...]}, ...], "graph_edges": [...],
      "counts": {"threads": 2, "entries": 9, ...}}
 
 What belongs to the user: threads whose ``user_id`` is theirs, with every entry of every
 branch in ``seq`` order; items, entities and file versions of their scope (the rows whose
 ``user_id`` is theirs, of any project and thread; rows of no user are the agent's, shared by
-its users, and are not exported); their channel sessions; the extraction and compaction runs
-of their threads. Derived indexes (vectors, keyword postings) are copies of the texts
+its users, and are not exported); the knowledge graph's nodes and edges of their scope, each
+with its evidence; their channel sessions; the extraction and compaction runs of their
+threads. Derived indexes (vectors, keyword postings) are copies of the texts
 exported here and are left out. Records have the shapes of ``export.records``.
 
 Only the agents in ``agents`` are read: those asked for, or else every agent the caller's
@@ -46,6 +47,7 @@ from cogitator_memory.exceptions import InvalidInput, UserNotGranted
 from cogitator_memory.export import records
 from cogitator_memory.files.models import MemoryFileVersion
 from cogitator_memory.grants import USER_ID_MAX_LENGTH, GrantedQuerySet, Grants
+from cogitator_memory.graph.models import GraphEdge, GraphEvidence, GraphNode
 from cogitator_memory.items.models import Entity, Evidence, ExtractionRun, MemoryItem
 from cogitator_memory.jsondata import text_problem
 from cogitator_memory.sessions.models import ChannelSession
@@ -81,12 +83,15 @@ SECTIONS = (
     "extraction_runs",
     "compaction_runs",
     "graph_nodes",
+    "graph_edges",
 )
 # What ``counts`` at the end of the document counts: the sections, and the records
 # written inside records (a thread's entries, an item's evidence).
 COUNTED = ("threads", "entries", "items", "evidence", *SECTIONS[2:])
 
 _Q = TypeVar("_Q", bound=models.QuerySet[Any])
+# A graph node's or edge's record from the row and its evidence's records.
+_GraphRecord = Callable[[Any, list[dict[str, Any]]], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -210,11 +215,29 @@ class UserExport:
             "thread_id", "created_at", "id"
         )
 
-    def graph_node_records(self) -> Iterator[dict[str, Any]]:
-        """The hook of the knowledge graph: the graph nodes of the user's scope, each with
-        its evidence, once the graph is built (a later issue). Today there is no graph and
-        the section ``graph_nodes`` is an empty list, so readers can rely on the key."""
-        return iter(())
+    def graph_nodes(self) -> models.QuerySet[GraphNode]:
+        """The nodes of the user's scope, every status, with their evidence."""
+        return (
+            self._owned(GraphNode.objects.all())
+            .prefetch_related(Prefetch("evidence", queryset=self._graph_evidence()))
+            .order_by("agent_id", "created_at", "id")
+        )
+
+    def graph_edges(self) -> models.QuerySet[GraphEdge]:
+        """The edges of the user's scope, every status, with their evidence."""
+        return (
+            self._owned(GraphEdge.objects.all())
+            .prefetch_related(Prefetch("evidence", queryset=self._graph_evidence()))
+            .order_by("agent_id", "created_at", "id")
+        )
+
+    @staticmethod
+    def _graph_evidence() -> models.QuerySet[GraphEvidence]:
+        return GraphEvidence.objects.annotate(
+            entry_thread_id=F("entry__thread_id"),
+            entry_agent_id=F("entry__thread__agent_id"),
+            entry_user_id=F("entry__thread__user_id"),
+        ).order_by("id")
 
     def count(self) -> int:
         """How many records the export will write (not counting evidence, which is
@@ -230,6 +253,8 @@ class UserExport:
                 self.sessions(),
                 self.extraction_runs(),
                 self.compaction_runs(),
+                self.graph_nodes(),
+                self.graph_edges(),
             )
         )
 
@@ -259,7 +284,12 @@ class UserExport:
         yield from _section("items", self._item_elements(tally))
         for section, rows, record in flat:
             yield from _section(section, _each(section, rows, record, tally))
-        yield from _section("graph_nodes", self._graph_node_elements(tally))
+        graph: list[tuple[str, models.QuerySet[Any], _GraphRecord]] = [
+            ("graph_nodes", self.graph_nodes(), records.graph_node_record),
+            ("graph_edges", self.graph_edges(), records.graph_edge_record),
+        ]
+        for name, found, write in graph:
+            yield from _section(name, self._graph_elements(name, found, write, tally))
         yield f'\n"counts": {records.dumps(tally.counts)}}}\n'
 
     def _thread_elements(self, tally: _Tally) -> Iterator[Iterator[str]]:
@@ -287,7 +317,7 @@ class UserExport:
             tally.add("evidence", len(evidence), report=False)
             yield records.dumps(records.item_record(item, evidence))
 
-    def _holds_entry_of(self, evidence: Evidence) -> bool:
+    def _holds_entry_of(self, evidence: Evidence | GraphEvidence) -> bool:
         """Whether the entry a quote is in is one the export holds (a thread of the user,
         in the export's agents, within the grants)."""
         agent_id = getattr(evidence, "entry_agent_id", None)
@@ -298,10 +328,21 @@ class UserExport:
             and (self.grants is None or self.grants.allows(agent_id, user_id))
         )
 
-    def _graph_node_elements(self, tally: _Tally) -> Iterator[str]:
-        for record in self.graph_node_records():
-            tally.add("graph_nodes")
-            yield records.dumps(record)
+    def _graph_elements(
+        self,
+        section: str,
+        rows: models.QuerySet[Any],
+        record: _GraphRecord,
+        tally: _Tally,
+    ) -> Iterator[str]:
+        for row in rows.iterator(chunk_size=CHUNK_SIZE):
+            evidence = [
+                records.evidence_record(quote, entry_in_export=self._holds_entry_of(quote))
+                for quote in row.evidence.all()
+            ]
+            tally.add(section)
+            tally.add("evidence", len(evidence), report=False)
+            yield records.dumps(record(row, evidence))
 
 
 @dataclass

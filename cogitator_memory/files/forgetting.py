@@ -17,11 +17,12 @@ so the change that forgets entries is not lost to a file edit.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from cogitator_memory.dependents import Forgotten
@@ -32,12 +33,19 @@ from cogitator_memory.threads.models import REDACTED_TEXT
 if TYPE_CHECKING:
     from cogitator_memory.threads.models import Entry
 
-__all__ = ["FORGOTTEN_REASON", "FileVersionsOnEntries", "delete_redacted_front"]
+__all__ = [
+    "FORGOTTEN_REASON",
+    "FileVersionsOnEntries",
+    "delete_redacted_front",
+    "live_versions_naming",
+]
 
 # The reason kept in a version's redaction when the entry it was written at went.
 FORGOTTEN_REASON = "the entry it was written at was deleted or redacted"
 # Entry ids per query: well under SQLite's parameter limit.
 IDS_PER_QUERY = 500
+# Ids a search of versions' text looks for per query: each is a LIKE condition of its own.
+MARKS_PER_QUERY = 100
 # Tries of adding a file's deletion against writers of the same file.
 TRIES = 3
 
@@ -137,3 +145,30 @@ def _add_deletion(head_pk: int, head: dict[str, Any], now: datetime) -> None:
     )
     if not moved:
         raise IntegrityError(f"The head of {head['path']} moved while it was deleted.")
+
+
+def live_versions_naming(
+    ids: Sequence[str],
+    *,
+    agents: Sequence[str],
+    where: Q,
+    mark: Callable[[str], str],
+    fields: Sequence[str] = ("id", "content"),
+) -> Iterator[MemoryFileVersion]:
+    """The versions of ``agents``'s files matching ``where`` whose text holds ``mark(id)``
+    for one of ``ids``, not redacted and not deletions, each once. A candidate only: LIKE
+    ignores case on SQLite and a short id may be part of a longer one, so callers read the
+    marks of each version's text again."""
+    seen: set[str] = set()
+    unique = list(dict.fromkeys(ids))
+    for start in range(0, len(unique), MARKS_PER_QUERY):
+        naming = Q(pk__in=[])
+        for one in unique[start : start + MARKS_PER_QUERY]:
+            naming |= Q(content__contains=mark(one))
+        versions = MemoryFileVersion.objects.filter(
+            where, naming, agent_id__in=agents, content__isnull=False, redaction__isnull=True
+        ).only(*fields)
+        for version in versions:
+            if version.pk not in seen:
+                seen.add(version.pk)
+                yield version

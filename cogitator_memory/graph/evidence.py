@@ -86,14 +86,20 @@ def write_evidence(
     *,
     node: GraphNode | None = None,
     edge: GraphEdge | None = None,
+    new: bool = False,
 ) -> int:
     """Add the quotes to a node's or an edge's evidence, each once: a quote it holds
     already (the same words of the same entry and tool call) is not written again, and
-    is marked verified when it holds now. Returns the rows written."""
-    owned = (
-        GraphEvidence.objects.filter(node=node) if node else GraphEvidence.objects.filter(edge=edge)
-    )
-    existing = {(row.entry_id, row.quote, row.tool_call_id): row for row in owned}
+    is marked verified when it holds now. ``new``: the node or edge was made in this
+    transaction and holds none yet (nothing to read). Returns the rows written."""
+    existing: dict[tuple[str | None, str, str | None], GraphEvidence] = {}
+    if not new and checked:
+        owned = (
+            GraphEvidence.objects.filter(node=node)
+            if node
+            else GraphEvidence.objects.filter(edge=edge)
+        )
+        existing = {(row.entry_id, row.quote, row.tool_call_id): row for row in owned}
     rows: list[GraphEvidence] = []
     for quote in checked:
         key = (quote.entry_id, quote.quote.quote, quote.quote.tool_call_id)
@@ -114,5 +120,6 @@ def write_evidence(
         )
         existing[key] = row
         rows.append(row)
-    GraphEvidence.objects.bulk_create(rows)
+    if rows:
+        GraphEvidence.objects.bulk_create(rows)
     return len(rows)

@@ -15,7 +15,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -48,6 +49,13 @@ DEFAULT_TYPE = "entity"
 NODE_CHANGES = frozenset(
     {"name", "type", "aliases", "properties", "valid_from", "valid_to", "entity", "evidence"}
 )
+# What ``add_nodes`` takes of each node (``add_node``'s keyword arguments).
+NODE_FIELDS = frozenset(
+    {"name", "type", "aliases", "properties", "evidence", "trust", "valid_from", "valid_to"}
+    | {"entity"}
+)
+# Nodes one ``add_nodes`` writes: one transaction holds the agent's graph lock for them all.
+MAX_NODES_PER_WRITE = 1000
 EDGE_CHANGES = frozenset({"relation", "properties", "weight", "valid_from", "valid_to", "evidence"})
 
 
@@ -67,6 +75,21 @@ def merged_aliases(name: str, *lists: Iterable[str]) -> list[str]:
 
 def better_trust(first: str, second: str) -> str:
     return max(first, second, key=lambda trust: TRUST_RANK[trust])
+
+
+@dataclass(frozen=True)
+class _CleanNode:
+    """A node to write, its fields checked."""
+
+    name: str
+    type: str
+    aliases: list[str]
+    properties: dict[str, Any]
+    quotes: list[NewEvidence]
+    trust: str
+    valid_from: datetime | None
+    valid_to: datetime | None
+    entity: Entity | None
 
 
 def _require_scope(scope: Any) -> MemoryScope:
@@ -115,33 +138,116 @@ class GraphWriting(GraphRules):
         node as it now stands."""
         scope = _require_scope(scope)
         errors = Errors()
-        clean_name = errors.name(name)
-        clean_type = errors.type(type)
-        clean_aliases = errors.aliases(aliases)
-        clean_properties = errors.properties(properties)
-        quotes = errors.evidence(evidence)
-        clean_trust = errors.trust(trust)
-        start, end = errors.valid_time(valid_from, valid_to)
-        found_entity = self._entity(scope, entity, errors)
+        node = self._clean_node(
+            scope,
+            errors,
+            name=name,
+            type=type,
+            aliases=aliases,
+            properties=properties,
+            evidence=evidence,
+            trust=trust,
+            valid_from=valid_from,
+            valid_to=valid_to,
+            entity=entity,
+        )
         errors.raise_any()
+        [written] = self._write_nodes(scope, [node], grants)
+        return written
+
+    def add_nodes(
+        self,
+        scope: MemoryScope,
+        nodes: Sequence[Mapping[str, Any]],
+        *,
+        grants: Grants | None = None,
+    ) -> list[GraphNode]:
+        """Write several nodes into ``scope`` in one transaction, each as ``add_node``
+        writes one (its keyword arguments as a mapping), in order: every node is checked
+        before any is written, and one failure writes none. The way to write many nodes
+        (an extraction's window, an import): one commit instead of one per node. Raises
+        ``InvalidGraphInput`` with the fields as ``nodes.<index>.<field>``, and ``NoGrant``.
+        Returns the nodes as they now stand (a name given twice is one node, twice)."""
+        scope = _require_scope(scope)
+        if isinstance(nodes, str | bytes | Mapping) or not isinstance(nodes, Sequence):
+            raise InvalidGraphInput({"nodes": ["Nodes are a list of mappings."]})
+        if len(nodes) > MAX_NODES_PER_WRITE:
+            raise InvalidGraphInput({"nodes": [f"At most {MAX_NODES_PER_WRITE} nodes a write."]})
+        cleaned: list[_CleanNode] = []
+        problems: dict[str, list[str]] = {}
+        for index, given in enumerate(nodes):
+            unknown = sorted(set(given) - NODE_FIELDS) if isinstance(given, Mapping) else []
+            if not isinstance(given, Mapping) or unknown or "name" not in given:
+                problems[f"nodes.{index}"] = [
+                    f"A node is a mapping with a name and of {', '.join(sorted(NODE_FIELDS))}."
+                ]
+                continue
+            errors = Errors()
+            cleaned.append(self._clean_node(scope, errors, **given))
+            for field, messages in errors.errors.items():
+                problems[f"nodes.{index}.{field}"] = messages
+        if problems:
+            raise InvalidGraphInput(problems)
+        return self._write_nodes(scope, cleaned, grants)
+
+    def _clean_node(
+        self,
+        scope: MemoryScope,
+        errors: Errors,
+        *,
+        name: Any,
+        type: Any = DEFAULT_TYPE,
+        aliases: Any = (),
+        properties: Any = None,
+        evidence: Any = (),
+        trust: Any = "model",
+        valid_from: Any = None,
+        valid_to: Any = None,
+        entity: Any = None,
+    ) -> _CleanNode:
+        start, end = errors.valid_time(valid_from, valid_to)
+        return _CleanNode(
+            name=errors.name(name),
+            type=errors.type(type),
+            aliases=errors.aliases(aliases),
+            properties=errors.properties(properties),
+            quotes=errors.evidence(evidence),
+            trust=errors.trust(trust),
+            valid_from=start,
+            valid_to=end,
+            entity=self._entity(scope, entity, errors),
+        )
+
+    def _write_nodes(
+        self, scope: MemoryScope, nodes: Sequence[_CleanNode], grants: Grants | None
+    ) -> list[GraphNode]:
+        """Checked nodes upserted in one transaction: the quoted threads, then the
+        agent's graph, locked once; every quote checked in one query."""
         policy.require_write(grants, scope.agent_id, scope.user_id, user_field="scope.user_id")
+        quotes = [quote for node in nodes for quote in node.quotes]
         with transaction.atomic():
             lock_quoted_threads(quotes)
             self.lock_agents([scope.agent_id])
-            checked = check_quotes(scope, quotes, grants)
-            return self._upsert_node(
-                scope,
-                name=clean_name,
-                type=clean_type,
-                aliases=clean_aliases,
-                properties=clean_properties,
-                checked=checked,
-                trust=clean_trust,
-                active=active_on_its_own(clean_trust, checked),
-                valid_from=start,
-                valid_to=end,
-                entity=found_entity,
-            )
+            checked = iter(check_quotes(scope, quotes, grants))
+            written: list[GraphNode] = []
+            for node in nodes:
+                own = [next(checked) for _quote in node.quotes]
+                written.append(
+                    self._upsert_node(
+                        scope,
+                        name=node.name,
+                        type=node.type,
+                        aliases=node.aliases,
+                        properties=node.properties,
+                        checked=own,
+                        trust=node.trust,
+                        active=active_on_its_own(node.trust, own),
+                        valid_from=node.valid_from,
+                        valid_to=node.valid_to,
+                        entity=node.entity,
+                    )
+                )
+            return written
 
     def _upsert_node(
         self,
@@ -167,6 +273,7 @@ class GraphWriting(GraphRules):
             .filter(scope_key=digest, type=type, key=key)
             .first()
         )
+        new = node is None
         if node is None:
             node = GraphNode.objects.create(
                 **scope.as_fields(),
@@ -195,7 +302,7 @@ class GraphWriting(GraphRules):
             node.entity = entity if entity is not None else node.entity
             node.updated_at = now
             node.save()
-        write_evidence(checked, node=node)
+        write_evidence(checked, node=node, new=new)
         return node
 
     @transaction.atomic
@@ -306,6 +413,7 @@ class GraphWriting(GraphRules):
                 .first()
             )
             active = active_on_its_own(clean_trust, checked)
+            new = edge is None
             if edge is None:
                 edge = GraphEdge.objects.create(
                     **scope.as_fields(),
@@ -332,7 +440,7 @@ class GraphWriting(GraphRules):
                 edge.valid_to = end if end is not None else edge.valid_to
                 edge.updated_at = now
                 edge.save()
-            write_evidence(checked, edge=edge)
+            write_evidence(checked, edge=edge, new=new)
             return edge
 
     @transaction.atomic

@@ -7,7 +7,9 @@ array wherever it stands in the answer (past text, code fences, or brackets such
 message number ``[3]``), keeps the elements that fit the shape, reads a null or blank
 field as absent, and drops an element that is not JSON or does not fit instead of the
 whole answer. Whatever the answer claims beyond the shape (a trust, a status, an id) is
-never read: who said a thing is decided from the quoted entries, by code.
+never read: who said a thing is decided from the quoted entries, by code. An element may
+name relations between what the conversation names (``relations``, each with its quote);
+an answer without them reads as before.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ __all__ = [
     "EXTRACTION_PROMPT",
     "ExtractedItem",
     "ExtractedQuote",
+    "ExtractedRelation",
     "Parsed",
     "parse_extraction",
 ]
@@ -45,11 +48,16 @@ talks with when no name is known),
   "when": the time words of the conversation that say when it holds or happened, \
 exactly as written ("last May", "since 2019", "yesterday"), or null,
   "quotes": [{"message": the message number, "text": the words of that message that \
-say it, copied exactly}]
+say it, copied exactly}],
+  "relations": how the subject relates to other people, places and things the \
+conversation names, or []: [{"source": who or what relates, by name (the subject when \
+left out), "relation": how, a short lower-case label ("works at", "sister of", \
+"lives in"), "target": to whom or what, by name, "message": the message number, \
+"quote": the words of that message that say it, copied exactly}]
 }
 
-Write down only what the messages say; every element needs at least one quote copied \
-word for word. Leave out greetings and small talk. When nothing is worth remembering, \
+Write down only what the messages say; every element and every relation needs a quote \
+copied word for word. Leave out greetings and small talk. When nothing is worth remembering, \
 answer []."""
 
 EXTRACTION_CONTINUATION_PROMPT = """Your answer was cut off at the length limit. Go on \
@@ -58,12 +66,25 @@ elements that follow, and nothing else. Answer [] when there are none."""
 
 MAX_FIELD = 10_000
 MAX_LABEL = 255
+# A relation's label, as long as a graph edge's relation may be.
+MAX_RELATION = 128
 
 
 @dataclass(frozen=True)
 class ExtractedQuote:
     message: int
     text: str
+
+
+@dataclass(frozen=True)
+class ExtractedRelation:
+    """A relation an element names: ``source`` ``relation`` ``target``, said by the
+    words ``quote`` of message ``message``."""
+
+    source: str
+    relation: str
+    target: str
+    quote: ExtractedQuote
 
 
 @dataclass(frozen=True)
@@ -78,6 +99,7 @@ class ExtractedItem:
     confidence: float = 0.5
     when: str | None = None
     quotes: tuple[ExtractedQuote, ...] = ()
+    relations: tuple[ExtractedRelation, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -119,6 +141,7 @@ def _element(value: Any) -> ExtractedItem | None:
         if isinstance(number, int) and not isinstance(number, bool) and words:
             quotes.append(ExtractedQuote(number, words))
     return ExtractedItem(
+        relations=_relations(value.get("relations"), subject),
         kind=kind,
         subject=subject,
         attribute=attribute.lower(),
@@ -128,6 +151,31 @@ def _element(value: Any) -> ExtractedItem | None:
         when=_text(value.get("when"), 200),
         quotes=tuple(quotes),
     )
+
+
+def _relations(value: Any, subject: str) -> tuple[ExtractedRelation, ...]:
+    """The relations of an element that fit the shape (the others are dropped); the
+    source is the element's subject when left out."""
+    if not isinstance(value, list):
+        return ()
+    relations = []
+    for relation in value:
+        if not isinstance(relation, dict):
+            continue
+        source = _text(relation.get("source"), MAX_LABEL) or subject
+        kind = _text(relation.get("relation"), MAX_RELATION)
+        target = _text(relation.get("target"), MAX_LABEL)
+        number, words = relation.get("message"), _text(relation.get("quote"), MAX_FIELD)
+        if (
+            kind
+            and target
+            and words
+            and isinstance(number, int)
+            and not isinstance(number, bool)
+            and source.casefold() != target.casefold()
+        ):
+            relations.append(ExtractedRelation(source, kind, target, ExtractedQuote(number, words)))
+    return tuple(relations)
 
 
 def _elements_of(text: str, start: int) -> tuple[list[Any], bool]:

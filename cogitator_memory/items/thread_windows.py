@@ -38,6 +38,7 @@ from cogitator_memory.items.window_extractor import (
     BeforeWrite,
     ExtractionResult,
     MemoryExtractor,
+    WriteRelations,
     standing_entries,
 )
 from cogitator_memory.llm.protocol import Summarize
@@ -98,6 +99,7 @@ def extract_thread(
     mode: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     before_write: BeforeWrite | None = None,
+    write_relations: WriteRelations | None = None,
 ) -> ThreadExtraction:
     """Extract the items of the thread's active branch that no run has read yet.
 
@@ -105,9 +107,10 @@ def extract_thread(
     ``progress(done, total)`` is called once the windows are known and after each one.
     ``before_write(items)`` sees each window's items in its transaction, under the
     thread's lock, once what went while the model answered was left out, and returns
-    those to write. Raises ``ThreadNotFound`` (also when the thread went while the model
-    answered), ``LLMError`` and ``ExtractionAnswerError``; the windows before a failure
-    are kept.
+    those to write. ``write_relations(scope, relations)`` writes the relations the model
+    names, in each window's transaction (none are read without it). Raises
+    ``ThreadNotFound`` (also when the thread went while the model answered), ``LLMError``
+    and ``ExtractionAnswerError``; the windows before a failure are kept.
     """
     thread = visible_thread(thread_id, None)
     config = memory_settings.EXTRACTION
@@ -116,6 +119,7 @@ def extract_thread(
         window_tokens=int(config["WINDOW_TOKENS"]),
         max_tokens=int(config["MAX_TOKENS"]),
         mode=mode or str(config["MODE"]),
+        write_relations=write_relations,
     )
     path = selectors.get_path(thread.pk)
     entries, skipped = _unread(path, thread)

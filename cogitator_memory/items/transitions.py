@@ -12,6 +12,7 @@ from django.db.models import F
 from cogitator_memory.dependents import Forgotten, items_purged
 from cogitator_memory.exceptions import InvalidItem
 from cogitator_memory.grants import SCOPE_FIELDS, Grants, MemoryScope
+from cogitator_memory.items.activation import items_activated
 from cogitator_memory.items.models import (
     Entity,
     Evidence,
@@ -75,7 +76,9 @@ class ItemTransitions(ItemRules):
         grants: Grants | None = None,
         from_statuses: Sequence[str] | None = None,
     ) -> list[str]:
-        """Items become active (a reviewer's approval). Returns the ids activated."""
+        """Items become active (a reviewer's approval), and the registered activation
+        steps follow in the same transaction (``items.activation``). Returns the ids
+        activated."""
 
         def apply(item: MemoryItem, now: datetime) -> None:
             item.status = ItemStatus.ACTIVE
@@ -83,7 +86,9 @@ class ItemTransitions(ItemRules):
             item.expired_at = None
             item.stale_because = None
 
-        return self._change(ids, grants=grants, from_statuses=from_statuses, apply=apply)
+        changed = self._change(ids, grants=grants, from_statuses=from_statuses, apply=apply)
+        items_activated(changed)
+        return changed
 
     @transaction.atomic
     def reject(

@@ -25,12 +25,19 @@ established; code checks every quote and decides who said it.
   gone) or waits for the write and then finds the items' evidence and takes it. Then
   ``before_write(items)``, the caller's hook, sees the items in the same transaction under
   the same lock and returns those to write.
+- Relations an element names (``source``, ``relation``, ``target``, with a quote) are
+  handed to ``write_relations(scope, relations)``, the seam the knowledge graph fills
+  from above (``graph/extraction.py``), in the same transaction, after the items: a
+  relation whose quote is not of a standing entry of the window is dropped, one whose
+  words do not hold in it is kept, its quote unverified (the rule of items' quotes). A
+  model's relation is never active on its own: it waits for a reviewer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from django.db import transaction
@@ -41,6 +48,7 @@ from cogitator_memory.items.extraction_prompt import (
     EXTRACTION_CONTINUATION_PROMPT,
     EXTRACTION_PROMPT,
     ExtractedItem,
+    ExtractedQuote,
     parse_extraction,
 )
 from cogitator_memory.items.models import TRUST_RANK, ItemKind, Trust
@@ -59,6 +67,8 @@ __all__ = [
     "BeforeWrite",
     "ExtractionResult",
     "MemoryExtractor",
+    "NewRelation",
+    "WriteRelations",
     "standing_entries",
     "trust_of_entry",
 ]
@@ -78,6 +88,24 @@ BeforeWrite = Callable[[list[NewItem]], list[NewItem]]
 """``before_write(items)``: called with a window's items in the write's transaction,
 under the lock of the window's thread, after what went was left out; returns the items
 to write."""
+
+
+@dataclass(frozen=True)
+class NewRelation:
+    """A relation extraction found: ``source`` ``relation`` ``target`` (names, as the
+    model wrote them) and the quote it stands on."""
+
+    source: str
+    relation: str
+    target: str
+    evidence: tuple[NewEvidence, ...]
+
+
+class WriteRelations(Protocol):
+    """``write_relations(scope, relations)``: write a window's relations into ``scope`` in
+    the open transaction; returns how many were written."""
+
+    def __call__(self, scope: MemoryScope, relations: Sequence[NewRelation]) -> int: ...
 
 
 def standing_entries(window: Sequence[Entry]) -> set[str]:
@@ -113,12 +141,14 @@ def trust_of_entry(entry: Entry, user_id: str | None) -> str:
 @dataclass
 class ExtractionResult:
     """What one extraction did: windows read, model calls made, states written (or merged),
-    and elements dropped (no quote in the window, or gone before the write)."""
+    elements dropped (no quote in the window, or gone before the write), and relations
+    written."""
 
     windows: int = 0
     calls: int = 0
     written: list[Written] = field(default_factory=list)
     dropped: int = 0
+    relations: int = 0
 
 
 class MemoryExtractor:
@@ -132,6 +162,7 @@ class MemoryExtractor:
         continuations: int = EXTRACTION_CONTINUATIONS,
         tries: int = EXTRACTION_TRIES,
         mode: str = SHADOW,
+        write_relations: WriteRelations | None = None,
     ) -> None:
         if mode not in (SHADOW, AUTO):
             raise InvalidInput({"mode": f"mode is {SHADOW!r} or {AUTO!r}, not {mode!r}."})
@@ -142,6 +173,7 @@ class MemoryExtractor:
         self.continuations = continuations
         self.tries = tries
         self.mode = mode
+        self.write_relations = write_relations
 
     # --- windows and transcripts ---------------------------------------------------------
 
@@ -267,6 +299,26 @@ class MemoryExtractor:
             },
         )
 
+    @staticmethod
+    def _new_relations(
+        elements: Sequence[ExtractedItem], window: Sequence[Entry], standing: set[str]
+    ) -> list[NewRelation]:
+        """The relations of the elements whose quote is of a standing entry of the window."""
+        relations: list[NewRelation] = []
+        for element in elements:
+            for relation in element.relations:
+                quote: ExtractedQuote = relation.quote
+                if not 1 <= quote.message <= len(window):
+                    continue
+                entry = window[quote.message - 1]
+                if entry.pk not in standing:
+                    continue
+                evidence = (NewEvidence(quote=quote.text, entry_id=entry.pk),)
+                relations.append(
+                    NewRelation(relation.source, relation.relation, relation.target, evidence)
+                )
+        return relations
+
     def extract(
         self,
         entries: Sequence[Entry],
@@ -330,4 +382,9 @@ class MemoryExtractor:
                 kept = before_write(kept)
             result.dropped += len(elements) - len(kept)
             activate = self.mode == AUTO
-            return [self.items.write(scope, item, activate=activate) for item in kept]
+            written = [self.items.write(scope, item, activate=activate) for item in kept]
+            if self.write_relations is not None:
+                relations = self._new_relations(elements, window, standing)
+                if relations:
+                    result.relations += self.write_relations(scope, relations)
+            return written

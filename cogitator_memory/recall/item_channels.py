@@ -1,6 +1,6 @@
 """The channels that rank memory items: BM25 over their text, their vectors (with
 recall's thresholds), the entities named, the time they held, and a personalized PageRank
-over the graph of items and entities.
+over the graph of items, entities and the knowledge graph (``recall/graph_links.py``).
 
 Each method ranks the items of a ``RecallPool`` and records the ranking under its
 channel's name.
@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cogitator_memory.exceptions import CogitatorMemoryError
-from cogitator_memory.items.models import MemoryItem
+from cogitator_memory.items.models import Entity, MemoryItem
 from cogitator_memory.items.vectors import item_text, item_vectors
 from cogitator_memory.keywords.tokenizer import tokenize
 from cogitator_memory.recall.channels import (
@@ -26,12 +27,16 @@ from cogitator_memory.recall.channels import (
     ITEM_VECTOR,
     SEED_ITEMS,
 )
+from cogitator_memory.recall.graph_links import GraphLinks, graph_links, subject_keys
 from cogitator_memory.recall.graph_walk import personalized_pagerank
 from cogitator_memory.recall.keyword_scores import InMemoryBM25
 from cogitator_memory.recall.named_entities import entities_named, mentions
 from cogitator_memory.recall.pool import RecallPool, item_key
 from cogitator_memory.recall.types import RecallError
 from cogitator_memory.recall.vector_scores import cosines, kept_by_thresholds
+
+if TYPE_CHECKING:
+    from cogitator_memory.grants import MemoryScope
 
 __all__ = ["ItemChannels"]
 
@@ -40,6 +45,9 @@ logger = logging.getLogger(__name__)
 
 class ItemChannels(RecallPool):
     """The item channels of a recall run."""
+
+    # The scope whose knowledge graph the walk reads (``load_items``).
+    graph_scope: MemoryScope | None = None
 
     def item_keyword(self) -> None:
         if not self.items or not self.analysis.terms:
@@ -107,20 +115,29 @@ class ItemChannels(RecallPool):
 
         self._rank(ITEM_TIME, [(item_key(item.pk), 1.0) for item in sorted(inside, key=order)])
 
+    def load_items(self, items: Sequence[MemoryItem] | None, scope: MemoryScope | None) -> None:
+        # The walk reads the knowledge graph of the run's scope (none without one).
+        self.graph_scope = scope
+        super().load_items(items, scope)
+
     def item_graph(self, fused: Sequence[str]) -> None:
-        """Personalized PageRank over items and entities (an item links its subject and
-        the entities its value names), seeded with the entities named and the best items."""
+        """Personalized PageRank over items, entities and the knowledge graph's active
+        nodes and edges (an item links its subject and the entities its value names, a
+        node the entity it mirrors, an edge its nodes), seeded with the entities and nodes
+        named and the best items."""
         if not self.items:
             return
+        entities = {item.subject_id: item.subject for item in self.items}
+        links = self._graph_links(entities)
         seeds: dict[str, float] = {f"entity:{entity.id}": 1.0 for entity in self.named}
+        seeds.update(dict.fromkeys(links.named, 1.0))
         best_items = [key for key in fused if key.startswith("item:")][:SEED_ITEMS]
         for rank, key in enumerate(best_items, start=1):
             seeds[key] = 1.0 / rank
         if not seeds:
             return
-        entities = {item.subject_id: item.subject for item in self.items}
         known = [(entity.pk, entity.name, entity.aliases or []) for entity in entities.values()]
-        edges = []
+        edges = list(links.edges)
         for item in self.items:
             edges.append((item_key(item.pk), f"entity:{item.subject_id}"))
             for entity in entities_named(f"{item.value} {item.content}", known):
@@ -132,3 +149,16 @@ class ItemChannels(RecallPool):
             key=lambda pair: (-pair[1], pair[0]),
         )
         self._rank(ITEM_GRAPH, ranked)
+
+    def _graph_links(self, entities: Mapping[str, Entity]) -> GraphLinks:
+        """The knowledge graph's links for the walk (none without a scope: items given
+        alone name no graph)."""
+        if self.graph_scope is None:
+            return GraphLinks()
+        return graph_links(
+            self.graph_scope,
+            input=self.input,
+            as_of=self.anchor,
+            grants=self.grants,
+            entities=subject_keys({pk: entity.name for pk, entity in entities.items()}),
+        )

@@ -19,6 +19,7 @@ from celery import shared_task
 from cogitator_memory import background
 from cogitator_memory.background import Work
 from cogitator_memory.exceptions import ExtractionAnswerError, LLMError, ThreadNotFound
+from cogitator_memory.graph.extraction import write_extracted_relations
 from cogitator_memory.items.models import ExtractionRun
 from cogitator_memory.items.runs import RunRecorder
 from cogitator_memory.items.runs import schedule_extraction as schedule_extraction
@@ -39,7 +40,9 @@ NOTHING = {"windows": 0, "skipped": 0, "calls": 0, "items": 0}
 def _extract(run: ExtractionRun, recorder: JobRecorder[ExtractionRun]) -> dict[str, int]:
     assert isinstance(recorder, RunRecorder)
     try:
-        done = extract_thread(run.thread_id, progress=recorder.progress)
+        done = extract_thread(
+            run.thread_id, progress=recorder.progress, write_relations=write_extracted_relations
+        )
     except ThreadNotFound:
         # Its runs went with it.
         logger.info("Not extracting thread %s: it is gone.", run.thread_id)
@@ -62,7 +65,7 @@ def extract_thread_task(thread_id: str, run_id: str | None = None) -> dict[str, 
     call of its own), extracts at once."""
     if run_id is None:
         try:
-            done = extract_thread(thread_id)
+            done = extract_thread(thread_id, write_relations=write_extracted_relations)
         except ThreadNotFound:
             return NOTHING
         return {

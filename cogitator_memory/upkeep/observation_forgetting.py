@@ -13,11 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from django.db.models import Q
 from django.utils import timezone
 
 from cogitator_memory.dependents import Forgotten
-from cogitator_memory.files.forgetting import delete_redacted_front
+from cogitator_memory.files.forgetting import delete_redacted_front, live_versions_naming
 from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
 from cogitator_memory.files.paths import OBSERVATIONS_DIRECTORY
 from cogitator_memory.files.querysets import under_q
@@ -28,8 +27,6 @@ from cogitator_memory.upkeep.observation_files import ITEM_MARK
 __all__ = ["FORGOTTEN_REASON", "ObservationsOfItems"]
 
 FORGOTTEN_REASON = "an item it names was forgotten"
-# Item ids a query looks for: each is a condition of its own.
-IDS_PER_QUERY = 100
 
 
 class ObservationsOfItems:
@@ -51,22 +48,17 @@ class ObservationsOfItems:
         if not agents:
             return
         wanted = set(ids)
-        found: list[str] = []
-        for start in range(0, len(ids), IDS_PER_QUERY):
-            chunk = ids[start : start + IDS_PER_QUERY]
-            naming = Q()
-            for item_id in chunk:
-                naming |= Q(content__contains=f"[item:{item_id}]")
-            rows = MemoryFileVersion.objects.filter(
-                under_q(OBSERVATIONS_DIRECTORY),
-                naming,
-                agent_id__in=agents,
-                content__isnull=False,
-                redaction__isnull=True,
-            ).values_list("pk", "content")
-            # ``contains`` ignores case on SQLite: the marks are read again here.
-            found += [pk for pk, content in rows if wanted & set(ITEM_MARK.findall(content or ""))]
-        found = list(dict.fromkeys(found))
+        versions = live_versions_naming(
+            ids,
+            agents=agents,
+            where=under_q(OBSERVATIONS_DIRECTORY),
+            mark=lambda item_id: f"[item:{item_id}]",
+        )
+        found = [
+            version.pk
+            for version in versions
+            if wanted & set(ITEM_MARK.findall(version.content or ""))
+        ]
         if not found:
             return
         now = self.clock()

@@ -20,6 +20,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from cogitator_memory.dependents import Forgotten
+from cogitator_memory.files.forgetting import live_versions_naming
 from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
 from cogitator_memory.files.paths import PLAYBOOK_DRAFT_PATH, PLAYBOOK_PATH
 from cogitator_memory.files.services import MemoryFiles
@@ -40,8 +41,6 @@ __all__ = ["FORGOTTEN_REASON", "PlaybookRulesOnLessons"]
 
 FORGOTTEN_REASON = "a lesson it named was forgotten"
 PATHS = (PLAYBOOK_PATH, PLAYBOOK_DRAFT_PATH)
-# Lesson ids per query (each is one LIKE condition).
-IDS_PER_QUERY = 100
 
 
 class PlaybookRulesOnLessons:
@@ -63,18 +62,17 @@ class PlaybookRulesOnLessons:
             return
         gone = set(ids)
         naming: dict[str, tuple[str, str, MemoryScope]] = {}
-        for start in range(0, len(ids), IDS_PER_QUERY):
-            condition = Q(pk__in=[])
-            for item_id in ids[start : start + IDS_PER_QUERY]:
-                condition |= Q(content__contains=item_id)
-            versions = MemoryFileVersion.objects.filter(
-                condition, agent_id__in=agents, path__in=PATHS, content__isnull=False
-            ).filter(redaction__isnull=True)
-            for version in versions.only("id", "content", "scope_key", "path", *SCOPE):
-                # LIKE may ignore case, and an id may be part of a longer one: the
-                # rules' tags and the cursors are read again here.
-                if gone & named_lessons(version.content or ""):
-                    naming[version.pk] = (version.scope_key, version.path, MemoryScope.of(version))
+        versions = live_versions_naming(
+            ids,
+            agents=agents,
+            where=Q(path__in=PATHS),
+            mark=lambda item_id: item_id,
+            fields=("id", "content", "scope_key", "path", *SCOPE),
+        )
+        for version in versions:
+            # The rules' tags and the cursors are read again: the search is a candidate.
+            if gone & named_lessons(version.content or ""):
+                naming[version.pk] = (version.scope_key, version.path, MemoryScope.of(version))
         if not naming:
             return
         files = MemoryFiles(clock=self.clock)

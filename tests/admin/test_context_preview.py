@@ -196,6 +196,42 @@ def test_preview_shows_the_facts_in_the_memory_context_linked_to_their_items(
     assert callbacks == []
 
 
+def test_preview_shows_graph_context_of_the_nodes_the_input_names(
+    staff_client: Client, parcel: Parcel
+) -> None:
+    # given: the thread user's graph, and a node of another user
+    from cogitator_memory.graph import MemoryGraph
+
+    graph = MemoryGraph()
+    scope = MemoryScope("agent-1", user_id="u-7")
+    box = graph.add_node(scope, name="Parcel", type="package", trust="system")
+    depot = graph.add_node(scope, name="Depot", type="place", trust="system")
+    graph.add_edge(scope, source=box, target=depot, relation="left", trust="system")
+    graph.add_node(
+        MemoryScope("agent-1", user_id="u-8"), name="Parcel", type="secret", trust="system"
+    )
+
+    # when
+    response = preview(
+        staff_client,
+        parcel.thread,
+        current_input="Where is my parcel?",
+        include_graph_context="on",
+        graph_depth=1,
+        graph_relations="left, held at",
+    )
+
+    # then
+    html = response.content.decode()
+    context = html.split('id="cm-memory-context"', 1)[1]
+    assert "Graph context:\n- Parcel (package)\n- Depot (place)\n- Parcel left Depot" in context
+    assert "secret" not in context
+    assert response.context["built"].metadata.graph_edges_included == 1
+    # and a bad option is shown on its field
+    bad = preview(staff_client, parcel.thread, include_graph_context="on", graph_depth=99)
+    assert "graph_depth" in bad.context["form"].errors
+
+
 def test_preview_of_another_branch_by_its_leaf(staff_client: Client, parcel: Parcel) -> None:
     # given
     retry = services.add_entry(

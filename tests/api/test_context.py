@@ -379,3 +379,67 @@ def test_search_results_hold_shared_documents_only_where_the_server_allows(
     assert "doc-other" not in found and "OTHERDOC" not in str(body)
     assert ("doc-shared" in found) is shared_allowed
     assert ("SHAREDDOC" in str(body)) is shared_allowed
+
+
+def test_graph_context_of_the_nodes_the_input_names(client: APIClient, conversation: Conversation):
+    # given active nodes of the thread's user, one of another agent, and a suggestion
+    from cogitator_memory.graph import MemoryGraph
+
+    graph = MemoryGraph()
+    scope = MemoryScope("agent-a", user_id="u1")
+    parcel = graph.add_node(scope, name="Parcel", type="package", trust="system")
+    depot = graph.add_node(scope, name="Depot", type="place", trust="system")
+    graph.add_edge(scope, source=parcel, target=depot, relation="held_at", trust="system")
+    graph.add_node(scope, name="Courier", trust="model")
+    graph.add_node(MemoryScope("agent-b", user_id="u9"), name="Parcel", trust="system")
+    body = {"thread_id": conversation.thread_id, "strategy": "recent", "max_tokens": 2000}
+    # when
+    response = build(
+        client,
+        **body,
+        current_input="Where is the parcel? Ask the courier.",
+        include_graph_context=True,
+        graph_context_options={"depth": 1, "relations": ["held at"]},
+    )
+    # then
+    assert response.status_code == 200, response.json()
+    built = response.json()
+    assert (
+        "Graph context:\n- Parcel (package)\n- Depot (place)\n- Parcel held at Depot\n"
+        in (built["memory_context"])
+    )
+    assert built["metadata"]["graph_nodes_included"] == 2
+    assert built["metadata"]["graph_edges_included"] == 1
+    assert built["dropped"]["graph_node_ids"] == []
+    # and without asking for it there is none
+    plain = build(client, **body, current_input="Where is the parcel?").json()
+    assert plain["metadata"]["graph_nodes_included"] == 0
+    # and what does not fit is named
+    tight = build(
+        client,
+        **{**body, "max_tokens": 20},
+        reserve_tokens=0,
+        current_input="Where is the parcel?",
+        include_graph_context=True,
+    ).json()
+    assert depot.pk in tight["dropped"]["graph_node_ids"]
+    assert len(tight["dropped"]["graph_node_ids"]) == 2 - tight["metadata"]["graph_nodes_included"]
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"depth": -1}, "graph_context_options.depth"),
+        ({"max_nodes": 0}, "graph_context_options.max_nodes"),
+        ({"max_nodes": "3"}, "graph_context_options.max_nodes"),
+        ({"relations": []}, "graph_context_options.relations"),
+        ({"relations": [""]}, "graph_context_options.relations.0"),
+        ("deep", "graph_context_options.non_field_errors"),
+    ],
+)
+def test_bad_graph_context_options_are_a_400(
+    client: APIClient, conversation: Conversation, options: Any, field: str
+):
+    body = {"thread_id": conversation.thread_id, "max_tokens": 100}
+    response = build(client, **body, include_graph_context=True, graph_context_options=options)
+    assert_error(response, 400, "invalid", [field])

@@ -14,6 +14,10 @@ valid and the API refuses (or the other way round).
   reaches every operation's logic (stateful runs create threads, add entries, branch,
   fork, redact and delete), and once with the API key of a service granted ``agent-1``,
   which meets the grants (403 for writes of other agents, 404 for what it may not see).
+  In the CI profile the key's run leaves out the coverage phase (PRINCIPAL_PHASES): its
+  boundary and invalid values of every parameter meet the same validation for both
+  principals, and the superuser's run sends them all; the key's grants are met by its
+  examples, fuzzing and stateful phases, over every operation.
   Fixed rows (threads of both agents, with every kind of entry) are there for lists and
   search to return. The test fails on any failure or error schemathesis reports, or when
   it tests fewer than all operations, and prints the report.
@@ -23,12 +27,12 @@ valid and the API refuses (or the other way round).
   valid ids succeed, so what the API has to handle is the awkward value, not the rest.
   They run in-process, in the test's transaction.
 
-Time: each run (about 2,000 generated cases; most of the key's are refused quickly)
-takes about 30 s on SQLite and 25 s on PostgreSQL on the 2-core machine (longer while
-it is busy); with the rest of this module, about a minute. That holds while the live
-server sends without Nagle's delay (``tests/conftest.py``) and keeps its database
-connections as the project does (``connections_kept_as_deployed``): without them, each
-run took 90 to 120 s.
+Time: the superuser's run (about 5,500 generated cases, 4,400 of them the coverage
+phase's) takes about two minutes on PostgreSQL on the 2-core machine (longer while it is
+busy), the key's (about 1,100) under one. That holds while the live server sends without
+Nagle's delay (``tests/conftest.py``) and keeps its database connections as the project
+does (``connections_kept_as_deployed``): without them, a run took three to four times as
+long.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.core.signals import request_finished, request_started
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections, transaction
+from pytest_django import DjangoDbBlocker
 from pytest_django.live_server_helper import LiveServer
 from rest_framework.authtoken.models import Token
 from rest_framework_api_key.models import APIKey
@@ -80,7 +85,7 @@ from cogitator_memory.upkeep.playbook_text import MadeFrom, Playbook, PlaybookRu
 from cogitator_memory.upkeep.records import UpkeepRun, UpkeepWork
 from project.settings import database_from_url
 from project.wsgi import application
-from tests.examples import examples
+from tests.examples import PROFILE, examples
 from tests.factories import EntryFactory, ThreadFactory
 
 if TYPE_CHECKING:
@@ -99,6 +104,13 @@ STATEFUL_SCENARIOS = examples(full=100, ci=30)
 # Far above what one run sends: the throttle is tested elsewhere, and answering 429 to
 # most of a run would leave the API's logic untested.
 UNTHROTTLED_RATE = "1000000/minute"
+EVERY_PHASE = "examples,coverage,fuzzing,stateful"
+# The coverage phase makes about 4,400 of a run's 5,500 cases, the same set whoever
+# sends them; the key's run, there for the grants, takes it only in the full profile.
+PRINCIPAL_PHASES = {
+    "superuser token": EVERY_PHASE,
+    "api key": EVERY_PHASE if PROFILE == "full" else "examples,fuzzing,stateful",
+}
 
 GRANTED_AGENT = "agent-1"
 OTHER_AGENT = "agent-2"
@@ -415,8 +427,10 @@ def config_file(workdir: Path) -> Path:
     return copy
 
 
-def run_schemathesis(schema_url: str, authorization: str, workdir: Path) -> tuple[int, str]:
-    """Run the schemathesis CLI on ``schema_url``; its exit code and report."""
+def run_schemathesis(
+    schema_url: str, authorization: str, phases: str, workdir: Path
+) -> tuple[int, str]:
+    """Run the schemathesis CLI's ``phases`` on ``schema_url``; its exit code and report."""
     command = [
         sys.executable,
         "-m",
@@ -426,7 +440,7 @@ def run_schemathesis(schema_url: str, authorization: str, workdir: Path) -> tupl
         "run",
         schema_url,
         "--phases",
-        "examples,coverage,fuzzing,stateful",
+        phases,
         "--checks",
         "all",
         "--max-examples",
@@ -493,7 +507,9 @@ def test_schemathesis_finds_no_failure(
     write_fixed_memory()
     authorization = AUTHORIZATIONS[principal]()
     # when
-    code, report = run_schemathesis(live_server.url + SCHEMA_URL, authorization, tmp_path)
+    code, report = run_schemathesis(
+        live_server.url + SCHEMA_URL, authorization, PRINCIPAL_PHASES[principal], tmp_path
+    )
     print(report)  # shown with -s or -rP
     # then
     if code != 0:
@@ -501,6 +517,8 @@ def test_schemathesis_finds_no_failure(
     selected, total, tested = operations_tested(report)
     assert selected == total == tested == len(OPERATIONS), report
     assert re.search(r"\d+ generated, \d+ passed", report), report
+    for phase in PRINCIPAL_PHASES[principal].split(","):
+        assert f"{phase.capitalize()} (in " in report, (phase, report)
 
 
 # --- awkward values, in-process ---------------------------------------------------------
@@ -558,17 +576,36 @@ def awkward_requests() -> Iterator[Any]:
         yield pytest.param(label, {}, query, None, id=f"{label} {what}")
 
 
-@pytest.fixture
-def api_key_headers(db: None) -> dict[str, str]:
-    api_key, key = APIKey.objects.create_key(name="schemathesis")
-    assert isinstance(api_key, APIKey)
-    Grant.objects.create(api_key=api_key, agent_id=GRANTED_AGENT)
-    return {"Authorization": f"Api-Key {key}"}
+@pytest.fixture(scope="class")
+def fixed_rows(django_db_setup: None, django_db_blocker: DjangoDbBlocker) -> Iterator[str]:
+    """The fixed memory and an API key granted agent-1 (its Authorization header), written
+    once for the tests of a class, as Django's TestCase writes ``setUpTestData``: in a
+    transaction left open while they run, each test in a savepoint of its own that the
+    ``db`` fixture rolls back, and rolled back itself after the last of them."""
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+    try:
+        with django_db_blocker.unblock():
+            write_fixed_memory()
+            api_key, key = APIKey.objects.create_key(name="schemathesis")
+            assert isinstance(api_key, APIKey)
+            Grant.objects.create(api_key=api_key, agent_id=GRANTED_AGENT)
+        yield f"Api-Key {key}"
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
 
 
 @pytest.fixture
-def fixed_memory(db: None) -> None:
-    write_fixed_memory()
+def api_key_headers(fixed_rows: str, db: None) -> dict[str, str]:
+    return {"Authorization": fixed_rows}
+
+
+@pytest.fixture
+def fixed_memory(fixed_rows: str, db: None) -> None:
+    """The fixed memory, as ``fixed_rows`` wrote it."""
 
 
 @pytest.fixture
@@ -584,38 +621,45 @@ def connection_kept_across_requests() -> Iterator[None]:
         request_finished.connect(close_old_connections)
 
 
-@pytest.mark.parametrize(("label", "path_parameters", "query", "body"), list(awkward_requests()))
-def test_awkward_values_are_answered_as_the_schema_documents(
-    label: str,
-    path_parameters: dict[str, str],
-    query: dict[str, str] | None,
-    body: dict[str, Any] | None,
-    api_key_headers: dict[str, str],
-    fixed_memory: None,
-    connection_kept_across_requests: None,
-) -> None:
-    # given
-    case = make_case(label, path_parameters, query, body)
-    # when / then
-    call_and_validate_in_savepoint(case, api_key_headers)
+@pytest.mark.django_db
+class TestAwkwardValues:
+    """The in-process requests, on the fixed memory written once for all of them."""
 
+    @pytest.mark.parametrize(
+        ("label", "path_parameters", "query", "body"), list(awkward_requests())
+    )
+    def test_awkward_values_are_answered_as_the_schema_documents(
+        self,
+        label: str,
+        path_parameters: dict[str, str],
+        query: dict[str, str] | None,
+        body: dict[str, Any] | None,
+        api_key_headers: dict[str, str],
+        fixed_memory: None,
+        connection_kept_across_requests: None,
+    ) -> None:
+        # given
+        case = make_case(label, path_parameters, query, body)
+        # when / then
+        call_and_validate_in_savepoint(case, api_key_headers)
 
-@pytest.mark.parametrize(("label", "path_names"), operations_with_path_ids())
-def test_the_request_behind_the_awkward_ids_succeeds_with_valid_ids(
-    label: str,
-    path_names: list[str],
-    api_key_headers: dict[str, str],
-    fixed_memory: None,
-    connection_kept_across_requests: None,
-    settings: SettingsWrapper,
-) -> None:
-    # given (a model, so that an extraction can be asked for)
-    settings.COGITATOR_MEMORY = {"LLM": {"PROVIDER": "scripted"}}
-    path_parameters = {name: VALID_PATH_IDS[name] for name in path_names}
-    case = make_case(label, path_parameters, None, VALID_BODIES.get(label))
-    people_only = label in REVIEWS | EXPORTS | FORGETTING
-    headers = {"Authorization": superuser_authorization()} if people_only else api_key_headers
-    # when
-    response = call_and_validate_in_savepoint(case, headers)
-    # then
-    assert 200 <= response.status_code < 300, response.text
+    @pytest.mark.parametrize(("label", "path_names"), operations_with_path_ids())
+    def test_the_request_behind_the_awkward_ids_succeeds_with_valid_ids(
+        self,
+        label: str,
+        path_names: list[str],
+        api_key_headers: dict[str, str],
+        fixed_memory: None,
+        connection_kept_across_requests: None,
+        settings: SettingsWrapper,
+    ) -> None:
+        # given (a model, so that an extraction can be asked for)
+        settings.COGITATOR_MEMORY = {"LLM": {"PROVIDER": "scripted"}}
+        path_parameters = {name: VALID_PATH_IDS[name] for name in path_names}
+        case = make_case(label, path_parameters, None, VALID_BODIES.get(label))
+        people_only = label in REVIEWS | EXPORTS | FORGETTING
+        headers = {"Authorization": superuser_authorization()} if people_only else api_key_headers
+        # when
+        response = call_and_validate_in_savepoint(case, headers)
+        # then
+        assert 200 <= response.status_code < 300, response.text

@@ -23,11 +23,14 @@ import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission, User
+from django.db import transaction
+from django.test import override_settings
 from django.urls import URLPattern, URLResolver, resolve
+from pytest_django import DjangoDbBlocker
 from rest_framework.test import APIClient
 from rest_framework_api_key.models import APIKey
 
@@ -58,17 +61,17 @@ from cogitator_memory.upkeep.playbook_text import MadeFrom, Playbook, PlaybookRu
 from cogitator_memory.upkeep.records import UpkeepRun, UpkeepWork
 from tests.api.conftest import (
     API,
+    PASSWORD,
     Conversation,
+    Grants,
     Principal,
+    add_grants,
     api_key_client,
     snapshot_rows,
     token_client,
     write_conversation,
 )
 from tests.search.support import CONCEPT_PROVIDER, embeddings_settings, write_text
-
-if TYPE_CHECKING:
-    from pytest_django.fixtures import Settings as SettingsWrapper
 
 pytestmark = pytest.mark.django_db
 
@@ -147,6 +150,8 @@ class World:
     victim_node: GraphNode | None = None
     victim_edge: GraphEdge | None = None
     scenario: str = ""
+    # Every row of snapshot_rows() as built, before any test ran.
+    rows: dict[str, Any] = field(default_factory=dict)
 
     def names(self) -> dict[str, str]:
         """The values of the placeholders of an attempt, for the victim's objects."""
@@ -363,32 +368,65 @@ def channel_session(conversation: Conversation, channel_id: str) -> ChannelSessi
 SCENARIOS = ["user-acts-on-api-key", "api-key-acts-on-user", "same-agent-other-user"]
 
 
-@pytest.fixture(params=SCENARIOS)
-def world(
-    request: pytest.FixtureRequest,
-    make_user: Callable[..., User],
-    make_api_key: Callable[..., tuple[APIKey, str]],
-    settings: SettingsWrapper,
-) -> World:
-    # An embedding service, so that searches run every channel; a model, so that an
-    # extraction request reaches the thread it names.
-    settings.COGITATOR_MEMORY = {
-        **embeddings_settings(CONCEPT_PROVIDER),
-        "LLM": {"PROVIDER": "scripted"},
-    }
-    if request.param == "same-agent-other-user":
+# An embedding service, so that searches run every channel; a model, so that an
+# extraction request reaches the thread it names.
+MEMORY_SETTINGS = {**embeddings_settings(CONCEPT_PROVIDER), "LLM": {"PROVIDER": "scripted"}}
+
+
+def new_user(username: str, grants: Grants | None = None) -> User:
+    user = User.objects.create_user(username, password=PASSWORD)
+    add_grants(grants, user=user)
+    return user
+
+
+def new_api_key(name: str, grants: Grants | None = None) -> tuple[APIKey, str]:
+    api_key, key = APIKey.objects.create_key(name=name)
+    add_grants(grants, api_key=api_key)
+    return api_key, key
+
+
+@pytest.fixture(scope="module", params=SCENARIOS)
+def built_world(
+    request: pytest.FixtureRequest, django_db_setup: None, django_db_blocker: DjangoDbBlocker
+) -> Iterator[World]:
+    """The scenario's world, built once for all the module's tests of the scenario (some
+    two hundred), as Django's TestCase builds ``setUpTestData``: in a transaction left
+    open while they run, each test in a savepoint of its own that the ``db`` fixture rolls
+    back, and rolled back itself after the last of them."""
+    with override_settings(COGITATOR_MEMORY=MEMORY_SETTINGS):
+        with django_db_blocker.unblock():
+            outer = transaction.atomic()
+            outer.__enter__()
+        try:
+            with django_db_blocker.unblock():
+                world = build_world(request.param)
+                world.rows = snapshot_rows()
+            yield world
+        finally:
+            with django_db_blocker.unblock():
+                transaction.set_rollback(True)
+                outer.__exit__(None, None, None)
+
+
+@pytest.fixture
+def world(built_world: World, db: None) -> World:
+    return built_world
+
+
+def build_world(scenario: str) -> World:
+    if scenario == "same-agent-other-user":
         # One agent, two users: the boundary is metadata.userId alone.
-        actor = user_principal(make_user, "desk-u1", {"agent-s": ["u1"]}, session=True)
-        victim = key_principal(make_api_key, "desk-u2", {"agent-s": ["u2"]})
+        actor = user_principal(new_user, "desk-u1", {"agent-s": ["u1"]}, session=True)
+        victim = key_principal(new_api_key, "desk-u2", {"agent-s": ["u2"]})
         own = write_conversation("agent-s", {"userId": "u1", "topic": "mine"})
         theirs = write_conversation(
             "agent-s", {"userId": "u2", "topic": "theirs-topic"}, tag=VICTIM_TAG
         )
         victim_agent, victim_user = "agent-s", "u2"
     else:
-        user = user_principal(make_user, "ana", {"agent-a": None}, session=False)
-        key = key_principal(make_api_key, "service-b", {"agent-b": None})
-        if request.param == "user-acts-on-api-key":
+        user = user_principal(new_user, "ana", {"agent-a": None}, session=False)
+        key = key_principal(new_api_key, "service-b", {"agent-b": None})
+        if scenario == "user-acts-on-api-key":
             actor, victim = user, key
             own_agent, victim_agent, victim_user = "agent-a", "agent-b", "ub"
         else:
@@ -443,14 +481,14 @@ def world(
         victim_run,
         victim_compaction_run=victim_compaction_run,
         victim_playbook_draft=victim_draft,
-        scenario=request.param,
+        scenario=scenario,
     )
     world.own_node, world.own_edge = keep_graph(own)
     world.victim_node, world.victim_edge = keep_graph(theirs, VICTIM_TAG)
     world.own_session = channel_session(own, "chat-own")
     world.victim_session = channel_session(theirs, "chat-theirs")
     # A forgetting the victim's side asked for (a person: an API key cannot ask for one).
-    asker = victim.user or make_user("victim-person")
+    asker = victim.user or new_user("victim-person")
     world.victim_forget_run = ForgetRun.objects.create(
         user_id=victim_user, agent_ids=[victim_agent], requested_by=asker, status=RunStatus.DONE
     )
@@ -1770,6 +1808,8 @@ def test_no_read_or_write_crosses_to_the_other_principal(
     # given
     names = world.names()
     before = snapshot_rows()
+    # each case starts from the world as built: what an earlier case wrote was rolled back
+    assert before == world.rows
     # when
     sent = send(world.actor.client, method, attempt, names)
     # then: the refusal
@@ -1835,7 +1875,8 @@ def _masked(content: bytes, names: dict[str, str]) -> str:
 
 
 def test_paging_through_every_thread_never_reaches_the_other_principal(world: World):
-    # given more threads on both sides than fit one page
+    # given the world as built, and more threads on both sides than fit one page
+    assert snapshot_rows() == world.rows
     own_ids = {world.own.thread_id}
     for n in range(3):
         own_ids.add(
@@ -1854,7 +1895,8 @@ def test_paging_through_every_thread_never_reaches_the_other_principal(world: Wo
 
 
 def test_the_victim_still_sees_all_of_its_conversation_afterwards(world: World):
-    # given every refused write of the matrix tried once
+    # given the world as built, and every refused write of the matrix tried once
+    assert snapshot_rows() == world.rows
     names = world.names()
     for (_route, method), attempts in MATRIX.items():
         if method in ("POST", "PATCH", "DELETE"):

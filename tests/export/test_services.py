@@ -21,6 +21,7 @@ from cogitator_memory.export.services import (
     export_user,
 )
 from cogitator_memory.grants import Grants, MemoryScope
+from cogitator_memory.graph import MemoryGraph
 from cogitator_memory.items.services import MemoryItems
 from cogitator_memory.items.statements import NewEvidence, NewItem
 from cogitator_memory.threads.models import REDACTED_TEXT
@@ -161,12 +162,35 @@ def test_sessions_and_runs_are_exported_without_the_errors_workers_met(memory: M
     assert "worker trace" not in text and "provider said" not in text
 
 
-def test_graph_nodes_are_an_empty_list_until_the_graph_is_built(memory: Memory):
+def test_the_users_graph_nodes_and_edges_come_with_their_evidence(
+    memory: Memory, others: list[Memory]
+):
+    # given: the user's graph quotes their first message; another user's graph beside it
+    graph = MemoryGraph()
+    first_entry = memory.entries[memory.first.pk][0]
+    quote = NewEvidence("My parcel code is 4711", first_entry)
+    scope = MemoryScope(agent_id=AGENT, user_id=USER)
+    parcel = graph.add_node(scope, name="Parcel", aliases=["the box"], evidence=[quote])
+    home = graph.add_node(scope, name="Home", type="place", trust="user")
+    edge = graph.add_edge(scope, source=parcel, target=home, relation="sent_to", evidence=[quote])
+    foreign = MemoryScope(agent_id=AGENT, user_id=OTHER_USER)
+    graph.add_node(foreign, name="Parcel of another", evidence=[])
     # when
     exported = document(export_user(USER))
     # then
-    assert exported["graph_nodes"] == []
-    assert exported["counts"]["graph_nodes"] == 0
+    nodes = {node["name"]: node for node in exported["graph_nodes"]}
+    assert set(nodes) == {"Parcel", "Home"}
+    assert nodes["Parcel"]["id"] == parcel.pk and nodes["Parcel"]["aliases"] == ["the box"]
+    assert nodes["Parcel"]["scope"] == {"agent_id": AGENT, "user_id": USER}
+    assert nodes["Parcel"]["status"] == "suggested" and nodes["Home"]["type"] == "place"
+    [evidence] = nodes["Parcel"]["evidence"]
+    assert evidence["quote"] == "My parcel code is 4711"
+    assert evidence["entry_id"] == first_entry and evidence["verified"] is True
+    [exported_edge] = exported["graph_edges"]
+    assert (exported_edge["id"], exported_edge["relation"]) == (edge.pk, "sent_to")
+    assert (exported_edge["source_id"], exported_edge["target_id"]) == (parcel.pk, home.pk)
+    assert [e["quote"] for e in exported_edge["evidence"]] == ["My parcel code is 4711"]
+    assert exported["counts"]["graph_nodes"] == 2 and exported["counts"]["graph_edges"] == 1
 
 
 def test_nothing_of_another_user_is_exported(memory: Memory, others: list[Memory]):

@@ -1,7 +1,7 @@
-"""A real worker killed (SIGKILL) at each point of an extraction job, four times each:
-every job finishes, and nothing is lost or doubled (items, evidence rows, windows read,
-vectors); a poison job (one whose every delivery kills its worker) stops after three
-deliveries and is dead.
+"""A real worker killed (SIGKILL) at each point of an extraction job, ``ROUNDS`` times
+each (four in the full profile, two in CI): every job finishes, and nothing is lost or
+doubled (items, evidence rows, windows read, vectors); a poison job (one whose every
+delivery kills its worker) stops after three deliveries and is dead.
 
 The worker is ``celery -A project worker --pool=solo`` with ``tests.faults.failpoints``
 imported, which kills it at the armed point (``failpoints.POINTS``). After each kill a
@@ -29,13 +29,16 @@ from cogitator_memory.jobs import RunStatus, sweep
 from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Entry
 from tests.embeddings.fakes import HASH_EMBEDDINGS
+from tests.examples import examples
 from tests.faults.points import FOLDER_VARIABLE, POINT_VARIABLE, POINTS
 from tests.tasks.test_embeddings_worker import WORKER_EMBEDDINGS
 from tests.tasks.workers import Worker, running_worker, sending_to, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ROUNDS = 4
+# Jobs killed at each point: 4 in the full profile, 2 in CI (a second kill at the same
+# point, on a queue a replaced worker left, is what the repetition adds).
+ROUNDS = examples(full=4, ci=2)
 LEASE_SECONDS = 2
 ANSWER = [
     {

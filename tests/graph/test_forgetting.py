@@ -4,18 +4,24 @@ trimmed; forgetting a user or deleting a thread takes the nodes and edges of its
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import User
+from django.db import connection, transaction
 
 from cogitator_memory.cascade.services import MemoryCascade
 from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.graph import MemoryGraph
-from cogitator_memory.graph.models import GraphEdge, GraphEvidence, GraphNode
+from cogitator_memory.graph.models import GraphEdge, GraphEvidence, GraphNode, GraphStatus
 from cogitator_memory.graph.review import RejectGraphNodes
 from cogitator_memory.items.statements import NewEvidence
 from cogitator_memory.review import Via
 from cogitator_memory.threads import services as threads
+from cogitator_memory.threads.locking import lock_thread
+from cogitator_memory.threads.models import Entry
 
 pytestmark = pytest.mark.django_db
 
@@ -125,3 +131,35 @@ def test_deleting_a_thread_deletes_the_graph_of_its_scope() -> None:
     report = MemoryCascade().delete_thread(thread.pk)
     assert list(GraphNode.objects.all()) == [kept]
     assert (report.graph.nodes, report.graph.edges) == (2, 1)
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_write_racing_the_deletion_of_the_entry_it_quotes_keeps_nothing_of_it() -> None:
+    # given an entry, and a deletion of it that holds its thread while a write quotes it
+    entry = said("Lena lives in Porto.")
+    thread_id = Entry.objects.get(pk=entry).thread_id
+    holding = threading.Event()
+
+    def delete() -> None:
+        try:
+            with transaction.atomic():
+                lock_thread(thread_id)
+                holding.set()
+                time.sleep(0.5)
+                MemoryCascade().delete_entries([entry])
+        finally:
+            connection.close()
+
+    deleting = threading.Thread(target=delete)
+    deleting.start()
+    assert holding.wait(5)
+    # when the write comes while the deletion is open
+    node = graph.add_node(
+        ANA, name="Lena", trust="user", evidence=[NewEvidence("Lena lives", entry)]
+    )
+    deleting.join()
+    # then the write waited, found the entry gone, and its quote stands on nothing
+    assert not Entry.objects.filter(pk=entry).exists()
+    assert node.status == GraphStatus.SUGGESTED
+    assert list(GraphEvidence.objects.values_list("entry_id", "verified")) == [(None, False)]

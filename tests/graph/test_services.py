@@ -39,6 +39,57 @@ def said(text: str, *, agent: str = "concierge", user: str = "ana") -> str:
 # --- nodes ---------------------------------------------------------------------------------
 
 
+def test_add_nodes_writes_many_in_one_go_each_by_the_rule_of_one() -> None:
+    # given a user's words and a model's
+    entry = said("My sister Lena lives in Porto with Tom.")
+    # when three nodes, one name twice, are written together
+    written = graph.add_nodes(
+        ANA,
+        [
+            {
+                "name": "Lena",
+                "type": "person",
+                "trust": "user",
+                "evidence": [NewEvidence("My sister Lena", entry)],
+            },
+            {
+                "name": "Porto",
+                "type": "place",
+                "evidence": [NewEvidence("lives in Porto", entry), NewEvidence("not said", entry)],
+            },
+            {
+                "name": "lena",
+                "type": "person",
+                "aliases": ["Lenchen"],
+                "evidence": [NewEvidence("My sister Lena", entry)],
+            },
+        ],
+    )
+    # then each has its own quotes, the status its speaker and quotes give, and the name
+    # given twice is one node
+    lena, porto, lena_again = written
+    assert lena_again.pk == lena.pk and GraphNode.objects.count() == 2
+    assert lena_again.aliases == ["Lenchen"] and lena_again.status == GraphStatus.ACTIVE
+    assert porto.status == GraphStatus.SUGGESTED
+    assert sorted(GraphEvidence.objects.filter(node=porto).values_list("quote", "verified")) == [
+        ("lives in Porto", True),
+        ("not said", False),
+    ]
+    assert list(GraphEvidence.objects.filter(node=lena).values_list("quote", flat=True)) == [
+        "My sister Lena"
+    ]
+
+
+def test_add_nodes_checks_every_node_first_and_writes_none_when_one_is_wrong() -> None:
+    with pytest.raises(InvalidGraphInput) as raised:
+        graph.add_nodes(ANA, [{"name": "Lena"}, {"name": " "}, {"name": "x", "colour": "red"}])
+    assert set(raised.value.errors) == {"nodes.1.name", "nodes.2"}
+    assert GraphNode.objects.count() == 0
+    with pytest.raises(InvalidGraphInput) as raised:
+        graph.add_nodes(ANA, {"name": "Lena"})  # type: ignore[arg-type]
+    assert set(raised.value.errors) == {"nodes"}
+
+
 def test_a_node_is_one_per_scope_type_and_name_and_merges_what_is_said_again() -> None:
     # given a node written by a model with a quote
     entry = said("My sister Lena lives in Porto.")

@@ -82,6 +82,10 @@ def test_statuses_relations_and_valid_time_filter_every_hop() -> None:
     assert set(graph.neighbourhood(a.pk, relations=["Likes"]).depth_of) == {a.pk, b.pk}
     later = datetime(2026, 1, 1, tzinfo=UTC)
     assert set(graph.neighbourhood(a.pk, as_of=later).depth_of) == {a.pk, b.pk}
+    # a node that held only later is not reached as of before it began
+    graph.update_node(b.pk, valid_from=datetime(2026, 6, 1, tzinfo=UTC))
+    assert set(graph.neighbourhood(a.pk, as_of=later).depth_of) == {a.pk}
+    assert set(graph.neighbourhood(a.pk, relations=["likes"]).depth_of) == {a.pk, b.pk}
     both = graph.neighbourhood(a.pk, depth=1, statuses=["active", "suggested"])
     assert set(both.depth_of) == {a.pk, b.pk, c.pk, hidden.pk}
     assert guess in both.edges

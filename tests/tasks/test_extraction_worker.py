@@ -130,5 +130,10 @@ def test_turns_posted_after_an_extraction_run_are_extracted_by_the_next(
     ]
     # then a run of their own reads them, one run for the three
     wait_until(sent_to_worker, read_through(later[-1].pk), "the later turns extracted")
+    # The window is written before its run is closed: wait for the close, not its absence.
+    wait_until(
+        sent_to_worker,
+        lambda: set(ExtractionRun.objects.values_list("status", flat=True)) == {"done"},
+        "both runs closed",
+    )
     assert ExtractionRun.objects.filter(thread_id=thread.pk).count() == 2
-    assert set(ExtractionRun.objects.values_list("status", flat=True)) == {"done"}

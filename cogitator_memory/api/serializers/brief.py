@@ -9,12 +9,12 @@ from rest_framework import serializers
 from cogitator_memory.api.serializers.context import (
     MAX_INPUT_CHARS,
     BriefCardSerializer,
+    RecallRequestSerializer,
     time_zone_field,
 )
 from cogitator_memory.api.serializers.fields import (
     NOT_BLANK_PATTERN,
     StrictCharField,
-    StrictDateTimeField,
     StrictIntegerField,
 )
 from cogitator_memory.upkeep.brief import DEFAULT_BRIEF_CARDS, MAX_BRIEF_CARDS, BriefCard
@@ -22,30 +22,16 @@ from cogitator_memory.upkeep.brief import DEFAULT_BRIEF_CARDS, MAX_BRIEF_CARDS, 
 __all__ = ["BriefRequestSerializer", "BriefSerializer"]
 
 
-class BriefRequestSerializer(serializers.Serializer):
+class BriefRequestSerializer(RecallRequestSerializer):
+    """A recall request's turn and scope, the cards wanted instead of the hits."""
+
     input = StrictCharField(
         max_length=MAX_INPUT_CHARS,
         pattern=NOT_BLANK_PATTERN,
         pattern_message="This field may not be blank.",
         help_text="The turn to brief.",
     )
-    agent_id = StrictCharField(
-        max_length=255, pattern=NOT_BLANK_PATTERN, help_text="Whose memory is searched."
-    )
-    user_id = StrictCharField(
-        max_length=255,
-        pattern=NOT_BLANK_PATTERN,
-        required=False,
-        help_text="The user's items and those the agent shares with every user; with "
-        "thread_id, the thread's user (when given, it must be).",
-    )
-    thread_id = StrictCharField(
-        max_length=255,
-        pattern=NOT_BLANK_PATTERN,
-        required=False,
-        help_text="Also recall the older turns of this thread's active branch, and its "
-        "items; a thread of agent_id (and user_id), else not found.",
-    )
+    limit = None  # type: ignore[assignment]  # the brief asks for cards, not hits
     max_cards = StrictIntegerField(
         min_value=1,
         max_value=MAX_BRIEF_CARDS,
@@ -53,7 +39,6 @@ class BriefRequestSerializer(serializers.Serializer):
         default=DEFAULT_BRIEF_CARDS,
         help_text=f"At most this many cards; {DEFAULT_BRIEF_CARDS} by default.",
     )
-    as_of = StrictDateTimeField(required=False, help_text="When the turn is read (now by default).")
     time_zone = time_zone_field("The IANA zone of the turn and of the sources' dates.")
 
 

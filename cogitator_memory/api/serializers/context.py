@@ -28,6 +28,9 @@ from cogitator_memory.context.config import (
 )
 from cogitator_memory.context.partitions import PARTITION_NAMES
 from cogitator_memory.context.result import BuiltContext, ErrorSource
+from cogitator_memory.graph.context_options import MAX_CONTEXT_NODES
+from cogitator_memory.graph.inputs import MAX_DEPTH
+from cogitator_memory.graph.models import MAX_RELATION
 from cogitator_memory.recall.types import QUERY_KINDS, RecallHit, Retrieval
 from cogitator_memory.upkeep.brief import CARD_KINDS, MAX_BRIEF_CARDS
 
@@ -83,6 +86,34 @@ class PartitionsSerializer(serializers.Serializer):
         }
 
 
+class GraphContextOptionsSerializer(serializers.Serializer):
+    """How far graph context reaches from the nodes the input names."""
+
+    depth = StrictIntegerField(
+        min_value=0,
+        max_value=MAX_DEPTH,
+        required=False,
+        default=2,
+        help_text="Edges from a node the input names (0: those nodes alone).",
+    )
+    max_nodes = StrictIntegerField(
+        min_value=1,
+        max_value=MAX_CONTEXT_NODES,
+        required=False,
+        default=20,
+        help_text="The most nodes sent: those the input names first, then the nearest.",
+    )
+    relations = serializers.ListField(
+        child=StrictCharField(max_length=MAX_RELATION, pattern=NOT_BLANK_PATTERN),
+        min_length=1,
+        max_length=100,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The relations followed; every relation when absent.",
+    )
+
+
 class ContextRequestSerializer(serializers.Serializer):
     thread_id = StrictCharField(
         max_length=255, pattern=NOT_BLANK_PATTERN, help_text="The thread to build from."
@@ -128,6 +159,15 @@ class ContextRequestSerializer(serializers.Serializer):
     include_semantic_context = StrictBooleanField(
         required=False, default=False, help_text="Search results of the input."
     )
+    include_graph_context = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="The active knowledge graph nodes the input names and those near them, "
+        "with the edges among them, as Graph context.",
+    )
+    graph_context_options = GraphContextOptionsSerializer(
+        required=False, default=dict, help_text="How far graph context reaches."
+    )
     brief_cards = StrictIntegerField(
         min_value=0,
         max_value=MAX_BRIEF_CARDS,
@@ -166,6 +206,9 @@ class DroppedSerializer(serializers.Serializer):
     )
     fact_ids = serializers.ListField(child=serializers.CharField())
     semantic_result_ids = serializers.ListField(child=serializers.CharField())
+    graph_node_ids = serializers.ListField(
+        child=serializers.CharField(), help_text="Graph nodes that did not fit."
+    )
     token_count = serializers.IntegerField(min_value=0)
     blocks = DroppedBlockSerializer(many=True)
 
@@ -236,6 +279,7 @@ class BuiltContextSerializer(serializers.Serializer):
                 "entry_ids": [entry.pk for entry in dropped.entries[-MAX_DROPPED_IDS:]],
                 "fact_ids": [item.pk for item in dropped.facts],
                 "semantic_result_ids": [hit.embedding.id for hit in dropped.semantic_results],
+                "graph_node_ids": [node.pk for node in dropped.graph_nodes],
                 "token_count": dropped.token_count,
                 "blocks": [block.as_dict() for block in dropped.blocks],
             },

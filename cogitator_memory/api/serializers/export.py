@@ -110,6 +110,7 @@ class ExportCountsSerializer(serializers.Serializer):
     extraction_runs = serializers.IntegerField(min_value=0)
     compaction_runs = serializers.IntegerField(min_value=0)
     graph_nodes = serializers.IntegerField(min_value=0)
+    graph_edges = serializers.IntegerField(min_value=0)
 
 
 class UserExportSerializer(serializers.Serializer):
@@ -138,7 +139,13 @@ class UserExportSerializer(serializers.Serializer):
     compaction_runs = ExportedCompactionRunSerializer(many=True)
     graph_nodes = serializers.ListField(
         child=serializers.DictField(),
-        help_text="Nodes of the knowledge graph of the user's scope; empty until the graph "
-        "is built.",
+        help_text="Nodes of the knowledge graph of the user's scope, every status: id, "
+        "scope, type, name, aliases, properties, trust, status, valid time, evidence.",
+    )
+    graph_edges = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="Edges of the knowledge graph of the user's scope, every status: id, "
+        "scope, source_id, relation, target_id, weight, properties, trust, status, valid "
+        "time, evidence.",
     )
     counts = ExportCountsSerializer()

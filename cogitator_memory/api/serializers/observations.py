@@ -8,14 +8,14 @@ from typing import Any
 from rest_framework import serializers
 
 from cogitator_memory.api.serializers.files import scope_id_field
+from cogitator_memory.api.serializers.upkeep import UpkeepScopeSerializer
 from cogitator_memory.files.models import Author
-from cogitator_memory.grants import MemoryScope
 from cogitator_memory.upkeep.observation_files import ObservationRecord
 
 _DATETIME = serializers.DateTimeField()
 
 
-class ObservationQuerySerializer(serializers.Serializer):
+class ObservationQuerySerializer(UpkeepScopeSerializer):
     """Whose observations: exactly one scope (an agent, and optionally a user, a project
     and a thread), not those shared wider."""
 
@@ -23,15 +23,6 @@ class ObservationQuerySerializer(serializers.Serializer):
     user_id = scope_id_field("The user (absent: the agent's observations of no user).")
     project_id = scope_id_field("The project (absent: of no project).")
     thread_id = scope_id_field("The thread (absent: of no thread).")
-
-    def memory_scope(self) -> MemoryScope:
-        data: dict[str, Any] = self.validated_data
-        return MemoryScope(
-            agent_id=data["agent_id"],
-            user_id=data.get("user_id"),
-            project_id=data.get("project_id"),
-            thread_id=data.get("thread_id"),
-        )
 
 
 class ObservationSerializer(serializers.Serializer):

@@ -7,6 +7,7 @@ from rest_framework.authentication import SessionAuthentication
 from rest_framework.generics import GenericAPIView
 from rest_framework_api_key.models import APIKey
 
+from cogitator_memory import policy
 from cogitator_memory.api.authentication import APIKeyAuthentication, TokenAuthentication
 from cogitator_memory.api.grants import request_grants
 from cogitator_memory.api.parsers import SafeJSONParser
@@ -14,7 +15,7 @@ from cogitator_memory.api.permissions import IsPrincipal
 from cogitator_memory.api.serializers.errors import ErrorSerializer
 from cogitator_memory.api.throttling import PrincipalRateThrottle
 from cogitator_memory.exceptions import EntryNotFound
-from cogitator_memory.grants import Grants
+from cogitator_memory.grants import Grants, MemoryScope
 from cogitator_memory.jsondata import text_problem
 from cogitator_memory.threads.models import Entry, Thread
 from cogitator_memory.threads.selectors import visible_thread
@@ -49,6 +50,11 @@ class MemoryAPIView(GenericAPIView):
         """The API key the request authenticated with, if it did (None for a user)."""
         auth = self.request.auth
         return auth if isinstance(auth, APIKey) else None
+
+    def reaches(self, scope: MemoryScope) -> bool:
+        """Whether the principal's grants reach the scope's agent and user; a read of a
+        scope they do not reach answers as for a scope holding nothing."""
+        return policy.can_see(self.grants, scope.agent_id, scope.user_id)
 
     def visible_thread(self, thread_id: str) -> Thread:
         """The thread if the caller may see it; ``ThreadNotFound`` (404) otherwise, the

@@ -35,6 +35,7 @@ from cogitator_memory.context.config import (
     Strategy,
     default_strategy,
 )
+from cogitator_memory.context.graph_source import MemoryGraphContext
 from cogitator_memory.exceptions import ThreadNotFound
 from cogitator_memory.grants import MemoryScope
 from cogitator_memory.llm.registry import require_summarizer
@@ -55,8 +56,8 @@ ERROR_409_NO_BRIEF_MODEL = OpenApiResponse(
         summary="Build a thread's context",
         description="The context a model would get for the thread's next turn: the system "
         "message, the summary and history the budget keeps, and the memory context (facts, "
-        "recall) sent with the input, with tokens per partition and every block left out "
-        "and why. Parts that fail to load are left out and listed in `errors`. With "
+        "recall, graph context) sent with the input, with tokens per partition and every "
+        "block left out and why. Parts that fail to load are left out and listed in `errors`. With "
         "`brief_cards`, a pre-turn brief of what a hybrid build recalls goes first in the "
         "memory context; 409 when no model is configured for it.",
         request=ContextRequestSerializer,
@@ -85,6 +86,8 @@ class ContextView(MemoryAPIView):
             strategy=cast("Strategy", params.get("strategy") or default_strategy()),
             include_facts=params["include_facts"],
             include_semantic_context=params["include_semantic_context"],
+            include_graph_context=params["include_graph_context"],
+            graph_context_options=params["graph_context_options"],
             partitions=params["partitions"],
             time_zone=params["time_zone"],
         )
@@ -98,6 +101,7 @@ class ContextView(MemoryAPIView):
         deps = ContextBuilderDeps(
             include_shared=shared_embeddings_searchable(),
             observations=MemoryObservations(),
+            graph=MemoryGraphContext(),
             briefer=briefer,
         )
         built = ContextBuilder(config, deps).build(

@@ -94,10 +94,6 @@ class FileAPIView(MemoryAPIView):
         payload.is_valid(raise_exception=True)
         return payload
 
-    def reaches(self, scope: MemoryScope) -> bool:
-        """Whether the principal's grants reach the scope's agent and user."""
-        return policy.can_see(self.grants, scope.agent_id, scope.user_id)
-
     def require_grant(self, scope: MemoryScope) -> None:
         """``NoGrant`` (403) for a change in a scope the grants do not reach."""
         # A file's scope names its user as user_id (a thread's as metadata.userId).

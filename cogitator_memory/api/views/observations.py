@@ -10,7 +10,6 @@ from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from cogitator_memory import policy
 from cogitator_memory.api.serializers.observations import (
     ObservationListSerializer,
     ObservationQuerySerializer,
@@ -40,7 +39,7 @@ class ObservationListView(MemoryAPIView):
         query = ObservationQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         scope = query.memory_scope()
-        if not policy.can_see(self.grants, scope.agent_id, scope.user_id):
+        if not self.reaches(scope):
             return Response({"results": []})
         found = MemoryObservations().read(scope, grants=self.grants, exact=True)
         return Response({"results": ObservationSerializer(found, many=True).data})

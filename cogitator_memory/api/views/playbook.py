@@ -16,7 +16,6 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from cogitator_memory import policy
 from cogitator_memory.api.serializers.errors import ErrorSerializer
 from cogitator_memory.api.serializers.playbook import (
     PlaybookDraftSerializer,
@@ -84,7 +83,7 @@ class PlaybookView(MemoryAPIView):
         query = PlaybookQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         scope = query.memory_scope()
-        if not policy.can_see(self.grants, scope.agent_id, scope.user_id):
+        if not self.reaches(scope):
             return Response(NO_PLAYBOOK)
         return Response(playbook_state(scope))
 

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from cogitator_memory.exceptions import CogitatorMemoryError
+from cogitator_memory.graph.extraction import write_extracted_relations
 from cogitator_memory.items.thread_windows import extract_thread
 from cogitator_memory.management.commands.reindex_messages import _BarStream
 from cogitator_memory.threads.models import Thread
@@ -53,7 +54,9 @@ class Command(BaseCommand):
         windows = items = calls = 0
         try:
             for thread_id in ids:
-                done = extract_thread(thread_id, mode=options["mode"])
+                done = extract_thread(
+                    thread_id, mode=options["mode"], write_relations=write_extracted_relations
+                )
                 windows, items, calls = (
                     windows + done.windows,
                     items + done.items,
