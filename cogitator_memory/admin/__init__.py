@@ -3,6 +3,7 @@
 from cogitator_memory.admin import (  # noqa: F401
     entities,
     files,
+    graph,
     items,
     jobs,
     outbox,

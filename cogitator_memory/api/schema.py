@@ -29,6 +29,7 @@ from drf_spectacular.extensions import (
 from drf_spectacular.plumbing import ResolvedComponent, append_meta
 
 from cogitator_memory.api.serializers.fields import TEXT_PATTERN, schema_pattern
+from cogitator_memory.api.serializers.graph import GRAPH_ID_MAX_LENGTH
 from cogitator_memory.api.serializers.items import ITEM_ID_MAX_LENGTH
 from cogitator_memory.api.serializers.playbook import DRAFT_ID_MAX_LENGTH
 from cogitator_memory.api.serializers.sessions import SESSION_ID_MAX_LENGTH
@@ -236,6 +237,8 @@ PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "user_id": {"minLength": 1, "maxLength": USER_ID_MAX_LENGTH, **TEXT},
     # The key of a playbook draft's file head, a whole number in its decimal digits.
     "draft_id": {"minLength": 1, "maxLength": DRAFT_ID_MAX_LENGTH, **TEXT},
+    "node_id": {"minLength": 1, "maxLength": GRAPH_ID_MAX_LENGTH, **TEXT},
+    "edge_id": {"minLength": 1, "maxLength": GRAPH_ID_MAX_LENGTH, **TEXT},
 }
 # Operations whose body must be given: without one it is {}, which they refuse (drf-spectacular
 # requires a body only of a serializer with required fields).
@@ -346,6 +349,25 @@ def _item_links() -> dict[str, dict[str, Any]]:
     }
 
 
+def _graph_links(kind: str) -> dict[str, dict[str, Any]]:
+    """Links from an answer holding a graph node or edge (``kind``) to the operations on
+    it."""
+    row = {f"path.{kind}_id": ID}
+    links = {
+        "ReadIt": {"operationId": f"memory_graph_{kind}s_retrieve", "parameters": row},
+        "ChangeIt": {"operationId": f"memory_graph_{kind}s_partial_update", "parameters": row},
+        "ActivateIt": {"operationId": f"memory_graph_{kind}s_activate", "parameters": row},
+        "RejectIt": {"operationId": f"memory_graph_{kind}s_reject", "parameters": row},
+        "DeleteIt": {"operationId": f"memory_graph_{kind}s_destroy", "parameters": row},
+    }
+    if kind == "node":
+        links["ItsNeighbourhood"] = {
+            "operationId": "memory_graph_nodes_neighbourhood",
+            "parameters": row,
+        }
+    return links
+
+
 # (operationId, status) -> the links of that answer.
 LINKS: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
     ("memory_threads_create", "201"): _thread_links(with_entries=False),
@@ -365,6 +387,10 @@ LINKS: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
     ("memory_items_activate", "200"): _item_links(),
     ("memory_items_reject", "200"): _item_links(),
     ("memory_items_let_go", "200"): _item_links(),
+    ("memory_graph_nodes_create", "201"): _graph_links("node"),
+    ("memory_graph_nodes_create", "200"): _graph_links("node"),
+    ("memory_graph_edges_create", "201"): _graph_links("edge"),
+    ("memory_graph_edges_create", "200"): _graph_links("edge"),
 }
 
 

@@ -26,6 +26,19 @@ from cogitator_memory.api.views.files import (
     FileListView,
 )
 from cogitator_memory.api.views.forgetting import ForgetRunView, UserForgetView
+from cogitator_memory.api.views.graph import (
+    GraphEdgeActivateView,
+    GraphEdgeDetailView,
+    GraphEdgeListView,
+    GraphEdgeRejectView,
+    GraphMergeView,
+    GraphNeighbourhoodView,
+    GraphNodeActivateView,
+    GraphNodeDetailView,
+    GraphNodeListView,
+    GraphNodeRejectView,
+    GraphPathView,
+)
 from cogitator_memory.api.views.items import (
     ItemActivateView,
     ItemDetailView,
@@ -76,6 +89,34 @@ urlpatterns = [
     path("items/<str:item_id>/activate/", ItemActivateView.as_view(), name="item-activate"),
     path("items/<str:item_id>/reject/", ItemRejectView.as_view(), name="item-reject"),
     path("items/<str:item_id>/let-go/", ItemLetGoView.as_view(), name="item-let-go"),
+    path("graph/nodes/", GraphNodeListView.as_view(), name="graph-node-list"),
+    # Before the node's own routes, which would read "merge" as a node id.
+    path("graph/nodes/merge/", GraphMergeView.as_view(), name="graph-node-merge"),
+    path("graph/nodes/<str:node_id>/", GraphNodeDetailView.as_view(), name="graph-node-detail"),
+    path(
+        "graph/nodes/<str:node_id>/neighbourhood/",
+        GraphNeighbourhoodView.as_view(),
+        name="graph-node-neighbourhood",
+    ),
+    path(
+        "graph/nodes/<str:node_id>/activate/",
+        GraphNodeActivateView.as_view(),
+        name="graph-node-activate",
+    ),
+    path(
+        "graph/nodes/<str:node_id>/reject/", GraphNodeRejectView.as_view(), name="graph-node-reject"
+    ),
+    path("graph/edges/", GraphEdgeListView.as_view(), name="graph-edge-list"),
+    path("graph/edges/<str:edge_id>/", GraphEdgeDetailView.as_view(), name="graph-edge-detail"),
+    path(
+        "graph/edges/<str:edge_id>/activate/",
+        GraphEdgeActivateView.as_view(),
+        name="graph-edge-activate",
+    ),
+    path(
+        "graph/edges/<str:edge_id>/reject/", GraphEdgeRejectView.as_view(), name="graph-edge-reject"
+    ),
+    path("graph/path/", GraphPathView.as_view(), name="graph-path"),
     path("search/", SearchView.as_view(), name="search"),
     path("context/", ContextView.as_view(), name="context"),
     path("recall/", RecallView.as_view(), name="recall"),

@@ -18,6 +18,7 @@ from rest_framework_api_key.models import APIKey
 
 from cogitator_memory.access.models import Grant
 from cogitator_memory.files.models import MemoryFileHead, MemoryFileVersion
+from cogitator_memory.graph.models import GraphEdge, GraphEvidence, GraphNode
 from cogitator_memory.items.models import Evidence, ExtractionRun, MemoryItem
 from cogitator_memory.sessions.models import ChannelSession
 from cogitator_memory.threads import services
@@ -245,8 +246,8 @@ def row_counts() -> tuple[int, int]:
 
 
 def snapshot_rows() -> dict[str, list[dict[str, Any]]]:
-    """Every thread, entry, item, evidence, extraction run and memory file row, every
-    column, in a stable order."""
+    """Every thread, entry, item, evidence, extraction run, memory file, session and
+    graph row, every column, in a stable order."""
     return {
         "threads": list(Thread.objects.order_by("pk").values()),
         "entries": list(Entry.objects.order_by("pk").values()),
@@ -256,4 +257,7 @@ def snapshot_rows() -> dict[str, list[dict[str, Any]]]:
         "file_versions": list(MemoryFileVersion.objects.order_by("pk").values()),
         "file_heads": list(MemoryFileHead.objects.order_by("pk").values()),
         "sessions": list(ChannelSession.objects.order_by("pk").values()),
+        "graph_nodes": list(GraphNode.objects.order_by("pk").values()),
+        "graph_edges": list(GraphEdge.objects.order_by("pk").values()),
+        "graph_evidence": list(GraphEvidence.objects.order_by("pk").values()),
     }

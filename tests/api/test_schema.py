@@ -67,6 +67,8 @@ BODYLESS_WRITES = {
     "memory_threads_compact",
     "memory_items_activate",
     "memory_items_let_go",
+    "memory_graph_nodes_activate",
+    "memory_graph_edges_activate",
     "memory_playbook_drafts_promote",
     "memory_playbook_drafts_discard",
 }

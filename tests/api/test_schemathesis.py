@@ -73,6 +73,8 @@ from cogitator_memory.files.models import Author, MemoryFileHead
 from cogitator_memory.files.paths import PLAYBOOK_DRAFT_PATH
 from cogitator_memory.files.services import MemoryFiles
 from cogitator_memory.grants import MemoryScope
+from cogitator_memory.graph.models import GraphEdge, GraphEvidence, GraphNode
+from cogitator_memory.graph.services import MemoryGraph
 from cogitator_memory.items.models import Evidence, ExtractionRun, MemoryItem, RunStatus
 from cogitator_memory.items.services import MemoryItems
 from cogitator_memory.items.statements import NewEvidence, NewItem
@@ -125,6 +127,10 @@ HIDDEN_ENTRY_ID = "entry_st_hidden"
 ITEM_ID = "item_st_suggested"
 RUN_ID = "extr_st_done"
 SESSION_ID = "sess_st_main"
+# ana's graph: two suggested nodes and the suggested edge between them.
+NODE_ID = "gnode_st_ana"
+OTHER_NODE_ID = "gnode_st_porto"
+EDGE_ID = "gedge_st_lives_in"
 # The id of the file head of ana's playbook draft.
 DRAFT_ID = "424242"
 SESSION_KEY = {
@@ -151,6 +157,8 @@ VALID_PATH_IDS = {
     "run_id": RUN_ID,
     "session_id": SESSION_ID,
     "draft_id": DRAFT_ID,
+    "node_id": NODE_ID,
+    "edge_id": EDGE_ID,
     # ana's memory: the export of every kind of row the fixed memory holds.
     "user_id": "ana",
 }
@@ -164,6 +172,10 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "POST /api/memory/items/{item_id}/reject/": {"reason": "x"},
     "POST /api/memory/sessions/": SESSION_KEY,
     "POST /api/memory/users/{user_id}/forget/": {"confirm": "ana"},
+    "PATCH /api/memory/graph/nodes/{node_id}/": {"properties": {"x": 1}},
+    "POST /api/memory/graph/nodes/{node_id}/reject/": {"reason": "x"},
+    "PATCH /api/memory/graph/edges/{edge_id}/": {"weight": 2},
+    "POST /api/memory/graph/edges/{edge_id}/reject/": {"reason": "x"},
 }
 # Reviews are made by people: the valid requests of these go with a superuser's token.
 REVIEWS = {
@@ -172,6 +184,10 @@ REVIEWS = {
     "POST /api/memory/items/{item_id}/let-go/",
     "POST /api/memory/playbook/drafts/{draft_id}/promote/",
     "POST /api/memory/playbook/drafts/{draft_id}/discard/",
+    "POST /api/memory/graph/nodes/{node_id}/activate/",
+    "POST /api/memory/graph/nodes/{node_id}/reject/",
+    "POST /api/memory/graph/edges/{edge_id}/activate/",
+    "POST /api/memory/graph/edges/{edge_id}/reject/",
 }
 # So are exports (an API key is answered 403).
 EXPORTS = {"GET /api/memory/users/{user_id}/export/"}
@@ -223,6 +239,23 @@ AWKWARD_BODIES += [
         "PUT /api/memory/files/content/",
         "NUL in the text",
         {"agent_id": GRANTED_AGENT, "path": "/memories/x.md", "text": NUL_TEXT},
+    ),
+]
+AWKWARD_BODIES += [
+    (
+        "POST /api/memory/graph/nodes/",
+        "NUL in a property",
+        {"agent_id": GRANTED_AGENT, "name": "x", "properties": {"note": NUL_TEXT}},
+    ),
+    (
+        "POST /api/memory/graph/edges/",
+        "NUL in a quote's file range",
+        {
+            "source": NODE_ID,
+            "target": OTHER_NODE_ID,
+            "relation": "r",
+            "evidence": [{"quote": "Hello", "file_range": {NUL_TEXT: 1}}],
+        },
     ),
 ]
 AWKWARD_QUERIES: list[tuple[str, str, dict[str, Any]]] = [
@@ -332,6 +365,7 @@ def write_fixed_memory() -> None:
         (MemoryScope(OTHER_AGENT), "/memories/user.md", "Hidden."),
     ):
         files.put(FileAccess(scope=scope), path, text)
+    write_fixed_graph()
     # ana's playbook draft, as memory writes it in shadow mode, under a fixed id.
     draft = playbook_file(
         Playbook(rules=(PlaybookRule("Greet by name."),), made_from=MadeFrom(None, None))
@@ -339,6 +373,23 @@ def write_fixed_memory() -> None:
     ana = MemoryScope(GRANTED_AGENT, user_id="ana")
     files.put(FileAccess(scope=ana, author=Author.MEMORY), PLAYBOOK_DRAFT_PATH, draft)
     MemoryFileHead.objects.filter(path=PLAYBOOK_DRAFT_PATH).update(id=int(DRAFT_ID))
+
+
+def write_fixed_graph() -> None:
+    """ana's graph, under fixed ids: what a model said, waiting for review."""
+    graph = MemoryGraph()
+    ana = MemoryScope(GRANTED_AGENT, user_id="ana")
+    quote = NewEvidence(quote="Hello", entry_id=ROOT_ID)
+    first = graph.add_node(ana, name="Ana", type="person", evidence=[quote])
+    second = graph.add_node(ana, name="Porto", type="place")
+    edge = graph.add_edge(ana, source=first, target=second, relation="lives_in")
+    with transaction.atomic():
+        for row, fixed in ((first, NODE_ID), (second, OTHER_NODE_ID)):
+            GraphNode.objects.filter(pk=row.pk).update(id=fixed)
+            GraphEdge.objects.filter(source_id=row.pk).update(source_id=fixed)
+            GraphEdge.objects.filter(target_id=row.pk).update(target_id=fixed)
+            GraphEvidence.objects.filter(node_id=row.pk).update(node_id=fixed)
+        GraphEdge.objects.filter(pk=edge.pk).update(id=EDGE_ID)
 
 
 # --- schemathesis, every phase, every check --------------------------------------------

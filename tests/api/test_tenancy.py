@@ -42,6 +42,8 @@ from cogitator_memory.files.models import Author, MemoryFileHead
 from cogitator_memory.files.paths import PLAYBOOK_DRAFT_PATH
 from cogitator_memory.files.services import MemoryFiles
 from cogitator_memory.grants import MemoryScope
+from cogitator_memory.graph.models import GraphEdge, GraphNode
+from cogitator_memory.graph.services import MemoryGraph
 from cogitator_memory.items.models import ExtractionRun, MemoryItem, RunStatus
 from cogitator_memory.items.services import MemoryItems
 from cogitator_memory.items.statements import NewEvidence, NewItem
@@ -88,6 +90,8 @@ ID_PLACEHOLDERS = (
     "victim_forget_run",
     "victim_upkeep_run",
     "victim_playbook_draft",
+    "victim_node",
+    "victim_edge",
 )
 MISSING = {
     "victim_thread": "no-such-thread",
@@ -106,6 +110,8 @@ MISSING = {
     "victim_forget_run": "fgt_00000000000000000000000000000000",
     "victim_upkeep_run": "upk_00000000000000000000000000000000",
     "victim_playbook_draft": "7130000000000002",
+    "victim_node": "gnode_00000000000000000000000000000000",
+    "victim_edge": "gedge_00000000000000000000000000000000",
 }
 # The head ids of the playbook drafts: big integers no answer holds by chance, so that
 # the victim's can be masked and looked for.
@@ -139,6 +145,10 @@ class World:
     victim_forget_run: ForgetRun | None = None
     victim_upkeep_run: UpkeepRun | None = None
     victim_playbook_draft: PlaybookDraft | None = None
+    own_node: GraphNode | None = None
+    own_edge: GraphEdge | None = None
+    victim_node: GraphNode | None = None
+    victim_edge: GraphEdge | None = None
     scenario: str = ""
     # Every row of snapshot_rows() as built, before any test ran.
     rows: dict[str, Any] = field(default_factory=dict)
@@ -172,6 +182,9 @@ class World:
             "victim_playbook_draft": (
                 str(self.victim_playbook_draft.pk) if self.victim_playbook_draft else ""
             ),
+            "own_node": self.own_node.pk if self.own_node else "",
+            "victim_node": self.victim_node.pk if self.victim_node else "",
+            "victim_edge": self.victim_edge.pk if self.victim_edge else "",
         }
 
     def missing_names(self) -> dict[str, str]:
@@ -202,6 +215,8 @@ class World:
                 if self.victim_playbook_draft
                 else []
             ),
+            *([self.victim_node.pk] if self.victim_node else []),
+            *([self.victim_edge.pk] if self.victim_edge else []),
         ]
 
 
@@ -256,6 +271,10 @@ REVIEW_PERMISSIONS = [
     "let_go_memoryitem",
     "promote_playbookdraft",
     "discard_playbookdraft",
+    "activate_graphnode",
+    "reject_graphnode",
+    "activate_graphedge",
+    "reject_graphedge",
 ]
 EXPORT_PERMISSION = "export_user_memory"
 FORGET_PERMISSION = "forget_user_memory"
@@ -319,6 +338,19 @@ def keep_playbook_draft(conversation: Conversation, rule: str, draft_id: int) ->
     head = PlaybookDraft.objects.get(agent_id=thread.agent_id, user_id=thread.user_id)
     MemoryFileHead.objects.filter(pk=head.pk).update(id=draft_id)
     return PlaybookDraft.objects.select_related("version").get(pk=draft_id)
+
+
+def keep_graph(conversation: Conversation, tag: str = "") -> tuple[GraphNode, GraphEdge]:
+    """Two suggested nodes of the conversation's scope (what a model said), joined by a
+    suggested edge that quotes its reply; the first node and the edge."""
+    thread = conversation.thread
+    scope = MemoryScope(thread.agent_id, user_id=thread.user_id)
+    graph = MemoryGraph()
+    parcel = graph.add_node(scope, name=f"Parcel{tag}", type="thing")
+    depot = graph.add_node(scope, name=f"Depot{tag}", type="place")
+    quote = NewEvidence(quote="left the depot", entry_id=conversation.reply.pk)
+    edge = graph.add_edge(scope, source=parcel, target=depot, relation="left", evidence=[quote])
+    return parcel, edge
 
 
 def channel_session(conversation: Conversation, channel_id: str) -> ChannelSession:
@@ -451,6 +483,8 @@ def build_world(scenario: str) -> World:
         victim_playbook_draft=victim_draft,
         scenario=scenario,
     )
+    world.own_node, world.own_edge = keep_graph(own)
+    world.victim_node, world.victim_edge = keep_graph(theirs, VICTIM_TAG)
     world.own_session = channel_session(own, "chat-own")
     world.victim_session = channel_session(theirs, "chat-theirs")
     # A forgetting the victim's side asked for (a person: an API key cannot ask for one).
@@ -649,6 +683,134 @@ PLAYBOOK_ROWS: dict[tuple[str, str], list[Attempt]] = {
         )
         for decision in ("promote", "discard")
     },
+}
+
+
+# The knowledge graph: a node or an edge out of the grants answers 404 as a missing one; a
+# node named in a body or a query that the actor cannot see is bad input on that field,
+# the same answer as for a node that does not exist.
+VICTIM_NODE = "graph/nodes/{victim_node}"
+VICTIM_EDGE = "graph/edges/{victim_edge}"
+
+
+def graph_row_rows(kind: str, route: str, path: str, code: str) -> dict[tuple[str, str], Any]:
+    """The rows of one node's or edge's routes (``route``: its pattern, ``path``: the
+    victim's)."""
+    return {
+        (f"{route}/", "GET"): [refused(f"read the victim's {kind}", f"{path}/", code)],
+        (f"{route}/", "HEAD"): [Attempt(f"head of the victim's {kind}", f"{path}/", 404)],
+        (f"{route}/", "OPTIONS"): options(f"{path}/"),
+        (f"{route}/", "PATCH"): [
+            refused(f"rename the victim's {kind}", f"{path}/", code, body={"properties": {}}),
+        ],
+        (f"{route}/", "DELETE"): [refused(f"delete the victim's {kind}", f"{path}/", code)],
+        (f"{route}/activate/", "POST"): [
+            refused(f"activate the victim's {kind}", f"{path}/activate/", code)
+        ],
+        (f"{route}/activate/", "OPTIONS"): options(f"{path}/activate/"),
+        (f"{route}/reject/", "POST"): [
+            refused(f"reject the victim's {kind}", f"{path}/reject/", code, body={"reason": "no"})
+        ],
+        (f"{route}/reject/", "OPTIONS"): options(f"{path}/reject/"),
+    }
+
+
+def unseen_node(label: str, path: str, field: str, **extra: Any) -> Attempt:
+    return Attempt(label, path, 400, "invalid_graph_input", (field,), **extra)
+
+
+GRAPH_ROWS: dict[tuple[str, str], list[Attempt]] = {
+    ("graph/nodes/", "GET"): [
+        listing("no filters", "graph/nodes/", lists_own=True),
+        listing("every status", "graph/nodes/?status=suggested,active,rejected", lists_own=True),
+        listing(
+            "the victim's agent and user",
+            "graph/nodes/?agent_id={victim_agent}&user_id={victim_user}",
+            lists_nothing=True,
+        ),
+        listing("the victim's words", "graph/nodes/?search=victim-secret", lists_nothing=True),
+    ],
+    ("graph/nodes/", "HEAD"): [Attempt("head of the node list", "graph/nodes/", 200)],
+    ("graph/nodes/", "OPTIONS"): [Attempt("options of the node list", "graph/nodes/", 200)],
+    ("graph/nodes/", "POST"): [
+        forbidden_write(
+            "a node in the victim's scope", "graph/nodes/", {**VICTIM_SCOPE_BODY, "name": "Mine"}
+        ),
+    ],
+    ("graph/nodes/merge/", "POST"): [
+        unseen_node(
+            "merge the victim's node into the actor's",
+            "graph/nodes/merge/",
+            "merge",
+            body={"keep": "{own_node}", "merge": ["{victim_node}"]},
+        ),
+        unseen_node(
+            "merge the actor's node into the victim's",
+            "graph/nodes/merge/",
+            "keep",
+            body={"keep": "{victim_node}", "merge": ["{own_node}"]},
+        ),
+    ],
+    ("graph/nodes/merge/", "OPTIONS"): options("graph/nodes/merge/"),
+    **graph_row_rows("node", "graph/nodes/<str:node_id>", VICTIM_NODE, "graph_node_not_found"),
+    ("graph/nodes/<str:node_id>/neighbourhood/", "GET"): [
+        refused(
+            "the victim's node's neighbourhood",
+            f"{VICTIM_NODE}/neighbourhood/?depth=6&status=suggested,active,rejected",
+            "graph_node_not_found",
+        ),
+    ],
+    ("graph/nodes/<str:node_id>/neighbourhood/", "HEAD"): [
+        Attempt("head of the victim's neighbourhood", f"{VICTIM_NODE}/neighbourhood/", 404)
+    ],
+    ("graph/nodes/<str:node_id>/neighbourhood/", "OPTIONS"): options(
+        f"{VICTIM_NODE}/neighbourhood/"
+    ),
+    ("graph/edges/", "GET"): [
+        listing("no filters", "graph/edges/", lists_own=True),
+        listing(
+            "edges of the victim's node",
+            "graph/edges/?node={victim_node}&status=suggested,active,rejected",
+            lists_nothing=True,
+        ),
+    ],
+    ("graph/edges/", "HEAD"): [Attempt("head of the edge list", "graph/edges/", 200)],
+    ("graph/edges/", "OPTIONS"): [Attempt("options of the edge list", "graph/edges/", 200)],
+    ("graph/edges/", "POST"): [
+        unseen_node(
+            "an edge from the actor's node to the victim's",
+            "graph/edges/",
+            "target",
+            body={"source": "{own_node}", "target": "{victim_node}", "relation": "knows"},
+        ),
+        unseen_node(
+            "an edge from the victim's node",
+            "graph/edges/",
+            "source",
+            body={"source": "{victim_node}", "target": "{own_node}", "relation": "knows"},
+        ),
+    ],
+    **graph_row_rows("edge", "graph/edges/<str:edge_id>", VICTIM_EDGE, "graph_edge_not_found"),
+    ("graph/path/", "GET"): [
+        unseen_node(
+            "a path to the victim's node",
+            "graph/path/?source={own_node}&target={victim_node}",
+            "target",
+        ),
+        unseen_node(
+            "a path from the victim's node",
+            "graph/path/?source={victim_node}&target={own_node}&status=suggested",
+            "source",
+        ),
+    ],
+    ("graph/path/", "HEAD"): [
+        Attempt(
+            "head of a path to the victim's node",
+            "graph/path/?source={own_node}&target={victim_node}",
+            400,
+        )
+    ],
+    ("graph/path/", "OPTIONS"): [Attempt("options of the path", "graph/path/", 200)],
 }
 
 
@@ -1486,6 +1648,7 @@ MATRIX: dict[tuple[str, str], list[Attempt]] = {
     **FORGET_ROWS,
     **UPKEEP_ROWS,
     **PLAYBOOK_ROWS,
+    **GRAPH_ROWS,
 }
 
 
@@ -1575,6 +1738,17 @@ def test_the_walk_finds_the_endpoints_of_the_api():
         "playbook/",
         "playbook/drafts/<str:draft_id>/promote/",
         "playbook/drafts/<str:draft_id>/discard/",
+        "graph/nodes/",
+        "graph/nodes/merge/",
+        "graph/nodes/<str:node_id>/",
+        "graph/nodes/<str:node_id>/neighbourhood/",
+        "graph/nodes/<str:node_id>/activate/",
+        "graph/nodes/<str:node_id>/reject/",
+        "graph/edges/",
+        "graph/edges/<str:edge_id>/",
+        "graph/edges/<str:edge_id>/activate/",
+        "graph/edges/<str:edge_id>/reject/",
+        "graph/path/",
     }
     # when
     declared = declared_endpoints()
@@ -1662,9 +1836,12 @@ def test_no_read_or_write_crosses_to_the_other_principal(
         elif route == "playbook/":
             assert sent.data["draft"]["id"] == str(OWN_DRAFT_ID)
         else:
-            own = {"items/": world.own_item.pk, "sessions/": world.own_session.pk}.get(
-                route, world.own.thread_id
-            )
+            own = {
+                "items/": world.own_item.pk,
+                "sessions/": world.own_session.pk,
+                "graph/nodes/": world.own_node.pk,
+                "graph/edges/": world.own_edge.pk,
+            }.get(route, world.own.thread_id)
             assert own in [row["id"] for row in sent.data["results"]]
     if attempt.lists_nothing:
         if route == "playbook/":

@@ -27,6 +27,7 @@ ITEM_STATUS = "ItemStatusEnum"
 TRUST = "TrustEnum"
 RUN_STATUS = "RunStatusEnum"
 SESSION_STATUS = "SessionStatusEnum"
+GRAPH_STATUS = "GraphStatusEnum"
 
 
 @cache

@@ -35,6 +35,8 @@ TEXT_PATTERN = r"^[^\x00]*\Z"
 # spelled out so that every regex engine reads them alike).
 _SPACE = r"\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 NOT_BLANK_PATTERN = rf"^[^\x00]*[^\x00{_SPACE}][^\x00]*\Z"
+# The same white space, for patterns of their own (inside a character class).
+SPACE_CHARACTERS = _SPACE
 
 _RFC3339 = re.compile(
     r"^([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]+))?"
