@@ -17,6 +17,8 @@ RUNTIME_STAMP := $(VENV)/.runtime-installed
 STAMP := $(VENV)/.requirements-installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# The address the demo's commands print: a server on every interface answers on loopback.
+DEMO_URL = http://$(if $(filter 0.0.0.0,$(HOST)),127.0.0.1,$(HOST)):$(PORT)
 # Extra pytest arguments, e.g. make test-sqlite PYTEST_ARGS="-k checks -x".
 PYTEST_ARGS ?=
 TIMED := bash scripts/timed.sh
@@ -51,8 +53,8 @@ venv: $(STAMP)
 
 run: $(RUNTIME_STAMP)
 	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py ensure_demo_admin
-	$(BIN)/python manage.py load_demo
+	COGITATOR_DEMO_URL=$(DEMO_URL) $(BIN)/python manage.py ensure_demo_admin
+	COGITATOR_DEMO_URL=$(DEMO_URL) $(BIN)/python manage.py load_demo
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 # Debian packages the suite needs (docker-compose), installed with apt-get when root.

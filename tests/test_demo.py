@@ -52,3 +52,19 @@ def test_load_demo_loads_the_conversation_and_suggested_items_once() -> None:
 def test_the_front_page_leads_to_the_admin(client: Client) -> None:
     response = client.get("/")
     assert (response.status_code, response["Location"]) == (302, "/admin/")
+
+
+def test_the_demo_commands_print_links_to_where_the_demo_is_served(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # given the demo served on another port (make run PORT=8010 passes its address on)
+    monkeypatch.setenv("COGITATOR_DEMO_URL", "http://127.0.0.1:8010")
+    admin, demo = io.StringIO(), io.StringIO()
+    # when the demo's commands run
+    call_command("ensure_demo_admin", stdout=admin)
+    call_command("load_demo", stdout=demo)
+    # then their links are on that port, and none on the default one
+    assert "http://127.0.0.1:8010/admin/ " in admin.getvalue()
+    assert "http://127.0.0.1:8010/admin/cogitator_memory/memoryitem/" in demo.getvalue()
+    assert "http://127.0.0.1:8010/admin/cogitator_memory/playbookdraft/" in demo.getvalue()
+    assert ":8000" not in admin.getvalue() + demo.getvalue()

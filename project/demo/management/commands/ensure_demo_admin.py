@@ -5,6 +5,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from project.demo.site import demo_url
+
 DEMO_USERNAME = "admin"
 DEMO_PASSWORD = "cogitator-demo"
 
@@ -19,7 +21,7 @@ class Command(BaseCommand):
             self.stdout.write("Created the demo admin login.")
         self.stdout.write(
             self.style.SUCCESS(
-                f"Demo admin: http://127.0.0.1:8000/admin/  "
+                f"Demo admin: {demo_url('/admin/')}  "
                 f"user {DEMO_USERNAME!r}  password {DEMO_PASSWORD!r}"
             )
         )

@@ -29,6 +29,7 @@ from cogitator_memory.threads import services
 from cogitator_memory.threads.models import Thread
 from cogitator_memory.upkeep.playbook import fold_lessons
 from project.demo.rule_model import RuleModel
+from project.demo.site import demo_url
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -65,14 +66,14 @@ class Command(BaseCommand):
             self.style.SUCCESS(
                 f"Loaded the demo conversation ({len(conversation['messages'])} messages) and "
                 f"extracted {done.items} suggested memory items: review them at "
-                "http://127.0.0.1:8000/admin/cogitator_memory/memoryitem/"
+                f"{demo_url('/admin/cogitator_memory/memoryitem/')}"
             )
         )
         if folded is not None:
             self.stdout.write(
                 self.style.SUCCESS(
                     f"Folded {lessons} lessons into a playbook draft: review it at "
-                    "http://127.0.0.1:8000/admin/cogitator_memory/playbookdraft/"
+                    f"{demo_url('/admin/cogitator_memory/playbookdraft/')}"
                 )
             )
 
