@@ -30,7 +30,7 @@ from cogitator_memory.recall.channels import (
 from cogitator_memory.recall.graph_links import GraphLinks, graph_links, subject_keys
 from cogitator_memory.recall.graph_walk import personalized_pagerank
 from cogitator_memory.recall.keyword_scores import InMemoryBM25
-from cogitator_memory.recall.named_entities import entities_named, mentions
+from cogitator_memory.recall.named_entities import EntityMatcher, mentions
 from cogitator_memory.recall.pool import RecallPool, item_key
 from cogitator_memory.recall.types import RecallError
 from cogitator_memory.recall.vector_scores import cosines, kept_by_thresholds
@@ -136,11 +136,13 @@ class ItemChannels(RecallPool):
             seeds[key] = 1.0 / rank
         if not seeds:
             return
-        known = [(entity.pk, entity.name, entity.aliases or []) for entity in entities.values()]
+        matcher = EntityMatcher(
+            (entity.pk, entity.name, entity.aliases or []) for entity in entities.values()
+        )
         edges = list(links.edges)
         for item in self.items:
             edges.append((item_key(item.pk), f"entity:{item.subject_id}"))
-            for entity in entities_named(f"{item.value} {item.content}", known):
+            for entity in matcher.named_in(f"{item.value} {item.content}"):
                 if entity.id != item.subject_id:
                     edges.append((item_key(item.pk), f"entity:{entity.id}"))
         ranks = personalized_pagerank(edges, seeds)
